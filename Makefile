@@ -1,0 +1,26 @@
+# `make demo` and `make test` create .venv when it is missing, then run.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+DEMO   := demo-out
+
+.PHONY: demo test clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/distgraph generate sbm --num_nodes 100000 --num_edges 1000000 --feat_dim 64 --seed 0 --out $(DEMO)/sbm.npz
+	$(VENV)/bin/distgraph partition --input $(DEMO)/sbm.npz --graph_name sbm --num_parts 2 \
+		--part_method metis --balance_train --balance_edges --out $(DEMO)/parts
+
+test: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q tests
+
+clean:
+	rm -rf $(DEMO)

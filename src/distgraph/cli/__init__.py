@@ -1,0 +1,1 @@
+"""The `distgraph` command line: one entry point, one module per sub-command."""

@@ -1,0 +1,41 @@
+"""Entry point of the `distgraph` command: builds the sub-command parsers and dispatches."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import DistGraphError
+
+# Each module exposes `register(subparsers)`, which adds its parser and sets `func`.
+SUBCOMMANDS = ("generate", "partition", "kge")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="distgraph",
+        description="Partition graphs and train GNNs / knowledge-graph embeddings on a cluster.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"{__package__}.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.func(args)
+    except DistGraphError as exc:
+        print(f"distgraph {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"distgraph {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

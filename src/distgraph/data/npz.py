@@ -1,0 +1,122 @@
+"""The `.npz` exchange format.
+
+Homogeneous: `src`, `dst`, optional `num_nodes`; any other array whose first dimension is
+the number of nodes is node data, the number of edges edge data (prefix `ndata/` or
+`edata/` to disambiguate when both counts are equal).
+Heterogeneous: `ntypes`, `num_nodes` (one count per type), `canonical_etypes`
+("src:rel:dst" strings), `src/<etype>`, `dst/<etype>`, `ndata/<ntype>/<name>` and
+`edata/<etype>/<name>`. Strings are stored as unicode arrays, so no pickle is needed.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from ..graph import Graph
+
+
+def _open(path: str | Path) -> np.lib.npyio.NpzFile:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"graph file {p} does not exist")
+    try:
+        return np.load(p, allow_pickle=False)
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise InputError(f"{p} is not a readable .npz file ({exc}); regenerate or re-export it") from None
+
+
+def _array(z, key: str, path) -> np.ndarray:
+    try:
+        return z[key]
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
+        raise InputError(f"{path}: array {key!r} is missing or truncated ({exc})") from None
+
+
+def load_npz(path: str | Path) -> Graph:
+    """Read a graph written by `save_npz` or by hand in the format above."""
+    with _open(path) as z:
+        keys = set(z.files)
+        if "canonical_etypes" in keys:
+            return _load_hetero(z, keys, path)
+        for k in ("src", "dst"):
+            if k not in keys:
+                raise InputError(f"{path} has no {k!r} array; a graph .npz needs 'src' and 'dst' (found {sorted(keys)})")
+        src, dst = _array(z, "src", path), _array(z, "dst", path)
+        if src.shape != dst.shape or src.ndim != 1:
+            raise InputError(f"{path}: 'src' {src.shape} and 'dst' {dst.shape} must be 1-D arrays of equal length")
+        n = int(_array(z, "num_nodes", path)) if "num_nodes" in keys else None
+        if n is None:
+            n = int(max(src.max(initial=-1), dst.max(initial=-1))) + 1
+        e = src.shape[0]
+        ndata, edata = {}, {}
+        for k in sorted(keys - {"src", "dst", "num_nodes"}):
+            a = torch.from_numpy(_array(z, k, path))
+            if k.startswith("ndata/"):
+                ndata[k[6:]] = a
+            elif k.startswith("edata/"):
+                edata[k[6:]] = a
+            elif a.dim() and a.shape[0] == n and n != e:
+                ndata[k] = a
+            elif a.dim() and a.shape[0] == e and n != e:
+                edata[k] = a
+            elif a.dim() and a.shape[0] == n:
+                raise InputError(f"{path}: array {k!r} has {n} rows, which is both the number of nodes and of edges; "
+                                 f"rename it 'ndata/{k}' or 'edata/{k}'")
+            else:
+                raise InputError(f"{path}: array {k!r} has shape {a.shape}; its first dimension must be the "
+                                 f"number of nodes ({n}) or of edges ({e})")
+        return Graph(torch.from_numpy(src), torch.from_numpy(dst), n, ndata, edata)
+
+
+def _load_hetero(z, keys: set, path) -> Graph:
+    ntypes = [str(t) for t in _array(z, "ntypes", path)]
+    counts = _array(z, "num_nodes", path).reshape(-1)
+    if len(counts) != len(ntypes):
+        raise InputError(f"{path}: 'num_nodes' has {len(counts)} counts for {len(ntypes)} node types")
+    etypes = [tuple(str(c).split(":")) for c in _array(z, "canonical_etypes", path)]
+    edges = {}
+    for c in etypes:
+        name = ":".join(c)
+        if f"src/{name}" not in keys or f"dst/{name}" not in keys:
+            raise InputError(f"{path}: edge type {name} needs arrays 'src/{name}' and 'dst/{name}'")
+        edges[c] = (torch.from_numpy(_array(z, f"src/{name}", path)), torch.from_numpy(_array(z, f"dst/{name}", path)))
+    ndata: dict = {t: {} for t in ntypes}
+    edata: dict = {c: {} for c in etypes}
+    by_name = {":".join(c): c for c in etypes}
+    for k in keys:
+        parts = k.split("/")
+        if parts[0] == "ndata" and len(parts) == 3 and parts[1] in ndata:
+            ndata[parts[1]][parts[2]] = torch.from_numpy(_array(z, k, path))
+        elif parts[0] == "edata" and len(parts) == 3 and parts[1] in by_name:
+            edata[by_name[parts[1]]][parts[2]] = torch.from_numpy(_array(z, k, path))
+        elif parts[0] in ("ndata", "edata"):
+            raise InputError(f"{path}: array {k!r} names a type that is not in 'ntypes'/'canonical_etypes'")
+    return Graph.from_hetero(edges, dict(zip(ntypes, counts.tolist())), ndata, edata)
+
+
+def save_npz(g: Graph, path: str | Path) -> None:
+    """Write `g` in the exchange format (uncompressed, so loading is a straight read)."""
+    arrays: dict[str, np.ndarray] = {}
+    if g.is_homogeneous:
+        arrays.update(src=g.src.numpy(), dst=g.dst.numpy(), num_nodes=np.int64(g.num_nodes()))
+        arrays.update({f"ndata/{k}": v.numpy() for k, v in g.ndata.items()})
+        arrays.update({f"edata/{k}": v.numpy() for k, v in g.edata.items()})
+    else:
+        arrays["ntypes"] = np.array(g.ntypes)
+        arrays["num_nodes"] = np.array([g.num_nodes(t) for t in g.ntypes], dtype=np.int64)
+        arrays["canonical_etypes"] = np.array([":".join(c) for c in g.canonical_etypes])
+        for i, c in enumerate(g.canonical_etypes):
+            name = ":".join(c)
+            lo, hi = int(g.etype_offsets[i]), int(g.etype_offsets[i + 1])
+            arrays[f"src/{name}"] = (g.src[lo:hi] - g.ntype_offsets[g.get_ntype_id(c[0])]).numpy()
+            arrays[f"dst/{name}"] = (g.dst[lo:hi] - g.ntype_offsets[g.get_ntype_id(c[2])]).numpy()
+            arrays.update({f"edata/{name}/{k}": v.numpy() for k, v in g.edges[c].data.items()})
+        for t in g.ntypes:
+            arrays.update({f"ndata/{t}/{k}": v.numpy() for k, v in g.nodes[t].data.items()})
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **arrays)

@@ -1,0 +1,274 @@
+"""`Graph`: a typed homogeneous graph (COO plus node/edge type ids), the input to partitioning.
+
+Heterogeneous graphs are stored as the design's typed homogeneous view: nodes are grouped
+by node type (type 0 first), edges by canonical edge type, so a type is a contiguous id
+range and a per-type id is the homogeneous id minus the type's offset.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import torch
+
+from .errors import InputError
+
+DEFAULT_NTYPE = "_N"
+DEFAULT_ETYPE = ("_N", "_E", "_N")
+
+CanonicalEtype = tuple[str, str, str]
+
+
+def as_id_tensor(values, what: str) -> torch.Tensor:
+    """Convert ids to a 1-D int64 tensor, rejecting floats and other dtypes with a clear error."""
+    t = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
+    if t.dtype.is_floating_point or t.dtype == torch.bool or t.dtype.is_complex:
+        raise InputError(f"{what} must be integer ids, got dtype {t.dtype}; cast them to int64")
+    return t.reshape(-1).to(torch.int64)
+
+
+class _TypedView:
+    """`g.nodes[ntype].data` / `g.edges[etype].data`: the data dict of one type."""
+
+    def __init__(self, data: dict[str, torch.Tensor]):
+        self.data = data
+
+
+class Graph:
+    """A directed multigraph with optional node and edge types.
+
+    `src`/`dst` are int64 homogeneous ids; `type_offsets` give each type's id range.
+    CSR (by source) and CSC (by destination) are built on first use and cached.
+    """
+
+    def __init__(
+        self,
+        src,
+        dst,
+        num_nodes: int | None = None,
+        ndata: Mapping[str, torch.Tensor] | None = None,
+        edata: Mapping[str, torch.Tensor] | None = None,
+        *,
+        ntypes: list[str] | None = None,
+        ntype_offsets=None,
+        canonical_etypes: list[CanonicalEtype] | None = None,
+        etype_offsets=None,
+        typed_ndata: Mapping[str, Mapping[str, torch.Tensor]] | None = None,
+        typed_edata: Mapping[CanonicalEtype, Mapping[str, torch.Tensor]] | None = None,
+        node_names: np.ndarray | None = None,
+    ):
+        self.src = as_id_tensor(src, "src")
+        self.dst = as_id_tensor(dst, "dst")
+        if self.src.numel() != self.dst.numel():
+            raise InputError(f"src has {self.src.numel()} ids but dst has {self.dst.numel()}; they must pair up")
+        max_id = int(max(self.src.max(), self.dst.max())) if self.src.numel() else -1
+        min_id = int(min(self.src.min(), self.dst.min())) if self.src.numel() else 0
+        if min_id < 0:
+            raise InputError(f"node ids must be >= 0, found {min_id}")
+        if num_nodes is None:
+            num_nodes = max_id + 1
+        if max_id >= num_nodes:
+            raise InputError(f"edge endpoint {max_id} is out of range for num_nodes={num_nodes}")
+        self._num_nodes = int(num_nodes)
+
+        self.ntypes = list(ntypes) if ntypes else [DEFAULT_NTYPE]
+        self.canonical_etypes = [tuple(c) for c in canonical_etypes] if canonical_etypes else [DEFAULT_ETYPE]
+        self.ntype_offsets = self._offsets(ntype_offsets, len(self.ntypes), self._num_nodes, "ntype_offsets")
+        self.etype_offsets = self._offsets(etype_offsets, len(self.canonical_etypes), self.num_edges(), "etype_offsets")
+        self.node_names = node_names
+
+        self._ndata: dict[str, dict[str, torch.Tensor]] = {t: {} for t in self.ntypes}
+        self._edata: dict[CanonicalEtype, dict[str, torch.Tensor]] = {c: {} for c in self.canonical_etypes}
+        for name, value in (ndata or {}).items():
+            self._set_data(self._ndata, self._single(self.ntypes, "ndata"), name, value, self._num_nodes, "node")
+        for name, value in (edata or {}).items():
+            self._set_data(self._edata, self._single(self.canonical_etypes, "edata"), name, value, self.num_edges(), "edge")
+        for ntype, data in (typed_ndata or {}).items():
+            for name, value in data.items():
+                self._set_data(self._ndata, ntype, name, value, self.num_nodes(ntype), "node")
+        for etype, data in (typed_edata or {}).items():
+            c = self.to_canonical_etype(etype)
+            for name, value in data.items():
+                self._set_data(self._edata, c, name, value, self.num_edges(c), "edge")
+        self._csr: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+        self._csc: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_hetero(
+        cls,
+        edges: Mapping[CanonicalEtype, tuple],
+        num_nodes_dict: Mapping[str, int],
+        ndata: Mapping[str, Mapping[str, torch.Tensor]] | None = None,
+        edata: Mapping[CanonicalEtype, Mapping[str, torch.Tensor]] | None = None,
+    ) -> "Graph":
+        """Build the typed homogeneous view from `{(src_type, rel, dst_type): (src, dst)}` with per-type ids."""
+        ntypes = list(num_nodes_dict)
+        counts = torch.tensor([int(num_nodes_dict[t]) for t in ntypes], dtype=torch.int64)
+        noff = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])
+        index = {t: i for i, t in enumerate(ntypes)}
+        srcs, dsts, eoff = [], [], [0]
+        for c, (s, d) in edges.items():
+            if len(c) != 3 or c[0] not in index or c[2] not in index:
+                raise InputError(f"edge type {c!r} must be (src_type, relation, dst_type) with types among {ntypes}")
+            s, d = as_id_tensor(s, f"src of {c}"), as_id_tensor(d, f"dst of {c}")
+            for ids, t in ((s, c[0]), (d, c[2])):
+                if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_nodes_dict[t]):
+                    raise InputError(f"edge type {c}: {t} ids must lie in [0, {num_nodes_dict[t]}), "
+                                     f"found [{int(ids.min())}, {int(ids.max())}]")
+            srcs.append(s + noff[index[c[0]]])
+            dsts.append(d + noff[index[c[2]]])
+            eoff.append(eoff[-1] + s.numel())
+        return cls(
+            torch.cat(srcs) if srcs else torch.zeros(0, dtype=torch.int64),
+            torch.cat(dsts) if dsts else torch.zeros(0, dtype=torch.int64),
+            int(noff[-1]),
+            ntypes=ntypes,
+            ntype_offsets=noff,
+            canonical_etypes=list(edges),
+            etype_offsets=eoff,
+            typed_ndata=ndata,
+            typed_edata=edata,
+        )
+
+    @staticmethod
+    def _offsets(offsets, num_types: int, total: int, what: str) -> torch.Tensor:
+        if offsets is None:
+            if num_types != 1:
+                raise InputError(f"{what} is required when there are {num_types} types")
+            return torch.tensor([0, total], dtype=torch.int64)
+        off = torch.as_tensor(np.asarray(offsets), dtype=torch.int64).reshape(-1)
+        if off.numel() != num_types + 1 or int(off[0]) != 0 or int(off[-1]) != total or bool((off.diff() < 0).any()):
+            raise InputError(f"{what} must be {num_types + 1} non-decreasing offsets from 0 to {total}, got {off.tolist()}")
+        return off
+
+    @staticmethod
+    def _single(types: list, what: str):
+        if len(types) != 1:
+            raise InputError(f"{what} needs a single type; use nodes[ntype].data / edges[etype].data on a heterogeneous graph")
+        return types[0]
+
+    @staticmethod
+    def _set_data(store: dict, key, name: str, value, expected: int, kind: str) -> None:
+        t = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+        if t.dim() == 0 or t.shape[0] != expected:
+            raise InputError(f"{kind} data {name!r} of type {key!r} has shape {tuple(t.shape)}; "
+                             f"its first dimension must be the number of {kind}s ({expected})")
+        store[key][name] = t
+
+    # ------------------------------------------------------------------ counts / types
+    @property
+    def is_homogeneous(self) -> bool:
+        return len(self.ntypes) == 1 and len(self.canonical_etypes) == 1
+
+    @property
+    def etypes(self) -> list[str]:
+        return [c[1] for c in self.canonical_etypes]
+
+    def get_ntype_id(self, ntype: str | None) -> int:
+        if ntype is None:
+            return self._ntype_index(self._single(self.ntypes, "ntype"))
+        return self._ntype_index(ntype)
+
+    def _ntype_index(self, ntype: str) -> int:
+        try:
+            return self.ntypes.index(ntype)
+        except ValueError:
+            raise InputError(f"unknown node type {ntype!r}; the graph has {self.ntypes}") from None
+
+    def to_canonical_etype(self, etype) -> CanonicalEtype:
+        """Resolve a relation name or canonical tuple to the canonical edge type."""
+        if isinstance(etype, tuple) and tuple(etype) in self.canonical_etypes:
+            return tuple(etype)
+        matches = [c for c in self.canonical_etypes if c[1] == etype]
+        if len(matches) != 1:
+            raise InputError(f"edge type {etype!r} is {'ambiguous' if matches else 'unknown'}; "
+                             f"canonical edge types are {self.canonical_etypes}")
+        return matches[0]
+
+    def get_etype_id(self, etype) -> int:
+        if etype is None:
+            return self.canonical_etypes.index(self._single(self.canonical_etypes, "etype"))
+        return self.canonical_etypes.index(self.to_canonical_etype(etype))
+
+    def num_nodes(self, ntype: str | None = None) -> int:
+        if ntype is None:
+            return self._num_nodes
+        i = self._ntype_index(ntype)
+        return int(self.ntype_offsets[i + 1] - self.ntype_offsets[i])
+
+    def num_edges(self, etype=None) -> int:
+        if etype is None:
+            return int(self.src.numel())
+        i = self.get_etype_id(etype)
+        return int(self.etype_offsets[i + 1] - self.etype_offsets[i])
+
+    number_of_nodes = num_nodes
+    number_of_edges = num_edges
+
+    def node_type_ids(self) -> torch.Tensor:
+        """Node-type id of every node (derived from the type offsets)."""
+        return torch.repeat_interleave(torch.arange(len(self.ntypes)), self.ntype_offsets.diff())
+
+    def edge_type_ids(self) -> torch.Tensor:
+        """Edge-type id of every edge (derived from the type offsets)."""
+        return torch.repeat_interleave(torch.arange(len(self.canonical_etypes)), self.etype_offsets.diff())
+
+    # ------------------------------------------------------------------------ data
+    @property
+    def ndata(self) -> dict[str, torch.Tensor]:
+        return self._ndata[self._single(self.ntypes, "ndata")]
+
+    @property
+    def edata(self) -> dict[str, torch.Tensor]:
+        return self._edata[self._single(self.canonical_etypes, "edata")]
+
+    @property
+    def nodes(self) -> dict[str, _TypedView]:
+        return {t: _TypedView(d) for t, d in self._ndata.items()}
+
+    @property
+    def edges(self) -> "_EdgeViews":
+        return _EdgeViews(self)
+
+    # ----------------------------------------------------------------- adjacency
+    def csc(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(indptr over destinations, source ids, edge ids): in-edges grouped by destination."""
+        if self._csc is None:
+            self._csc = _compress(self.dst, self.src, self._num_nodes)
+        return self._csc
+
+    def csr(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(indptr over sources, destination ids, edge ids): out-edges grouped by source."""
+        if self._csr is None:
+            self._csr = _compress(self.src, self.dst, self._num_nodes)
+        return self._csr
+
+    def in_degrees(self) -> torch.Tensor:
+        return torch.bincount(self.dst, minlength=self._num_nodes)
+
+    def out_degrees(self) -> torch.Tensor:
+        return torch.bincount(self.src, minlength=self._num_nodes)
+
+    def __repr__(self) -> str:
+        return (f"Graph(num_nodes={self._num_nodes}, num_edges={self.num_edges()}, "
+                f"ntypes={self.ntypes}, etypes={self.canonical_etypes})")
+
+
+class _EdgeViews:
+    """`g.edges[etype].data`, accepting a relation name or a canonical tuple."""
+
+    def __init__(self, g: Graph):
+        self._g = g
+
+    def __getitem__(self, etype) -> _TypedView:
+        return _TypedView(self._g._edata[self._g.to_canonical_etype(etype)])
+
+
+def _compress(key: torch.Tensor, other: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Group edges by `key`: returns (indptr, other endpoint, edge id), stable within a group."""
+    order = torch.argsort(key, stable=True)
+    indptr = torch.zeros(n + 1, dtype=torch.int64)
+    torch.cumsum(torch.bincount(key, minlength=n), 0, out=indptr[1:])
+    return indptr, other[order], order

@@ -1,0 +1,77 @@
+"""Node-to-partition assignment: METIS with balance constraints, or balanced random."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..arrays import unique_sorted
+from ..errors import PartitionError
+from ..graph import Graph
+from .metis import part_graph_kway, symmetric_adjacency
+
+PART_METHODS = ("metis", "random")
+SPLIT_MASKS = ("train_mask", "val_mask", "test_mask")
+
+
+def split_categories(g: Graph) -> torch.Tensor:
+    """Per-node category for `balance_ntypes`: 1 train, 2 val, 3 test, 0 other (over all node types)."""
+    cat = torch.zeros(g.num_nodes(), dtype=torch.int64)
+    for t in g.ntypes:
+        lo = int(g.ntype_offsets[g.get_ntype_id(t)])
+        data = g.nodes[t].data
+        for code, name in enumerate(SPLIT_MASKS, start=1):
+            if name in data:
+                m = data[name].bool()
+                cat[lo:lo + m.numel()][m] = code
+    return cat
+
+
+def balance_weights(g: Graph, balance_ntypes: torch.Tensor | None, balance_edges: bool) -> np.ndarray:
+    """(num_nodes, ncon) METIS vertex weights: an indicator per (node type, category) that
+    occurs, so each is spread evenly, plus the in-degree when `balance_edges`."""
+    n = g.num_nodes()
+    key = g.node_type_ids().numpy().astype(np.int64)
+    if balance_ntypes is not None:
+        cat = torch.as_tensor(balance_ntypes).reshape(-1)
+        if cat.numel() != n or cat.dtype.is_floating_point:
+            raise PartitionError(f"balance_ntypes must hold one integer category per node ({n}), "
+                                 f"got {cat.numel()} values of dtype {cat.dtype}")
+        cat = cat.to(torch.int64).numpy()
+        key = key * (int(cat.max()) + 1) + cat
+    present = unique_sorted(key)
+    columns = np.searchsorted(present, key)
+    w = np.zeros((n, present.size + int(balance_edges)), dtype=np.int64)
+    w[np.arange(n), columns] = 1
+    if balance_edges:
+        w[:, -1] = g.in_degrees().numpy()
+        if w[:, -1].sum() == 0:
+            w = w[:, :-1]
+    return w
+
+
+def assign_parts(
+    g: Graph,
+    num_parts: int,
+    part_method: str = "metis",
+    balance_ntypes: torch.Tensor | None = None,
+    balance_edges: bool = False,
+    seed: int = 0,
+) -> np.ndarray:
+    """Partition id (int64) of every node, in the graph's own (homogeneous) ids."""
+    if part_method not in PART_METHODS:
+        raise PartitionError(f"unknown part_method {part_method!r}; choose one of {', '.join(PART_METHODS)}")
+    if not isinstance(num_parts, int) or num_parts < 1:
+        raise PartitionError(f"num_parts must be a positive integer, got {num_parts!r}")
+    n = g.num_nodes()
+    if num_parts > n:
+        raise PartitionError(f"cannot split {n} nodes into {num_parts} parts; use at most {n} parts")
+    if num_parts == 1:
+        return np.zeros(n, dtype=np.int64)
+    if part_method == "random":
+        rng = np.random.default_rng(seed)
+        return (rng.permutation(n) % num_parts).astype(np.int64)
+    xadj, adjncy = symmetric_adjacency(g.src.numpy(), g.dst.numpy(), n)
+    weights = balance_weights(g, balance_ntypes, balance_edges)
+    parts, _ = part_graph_kway(xadj, adjncy, num_parts, weights if weights.shape[1] > 1 else None, seed=seed)
+    return parts

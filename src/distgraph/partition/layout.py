@@ -1,0 +1,136 @@
+"""The on-disk partition format: `<out>/<graph>.json` plus one `.npy` per array.
+
+Reading validates everything up front (file presence, JSON counts against array shapes
+and dtypes), so a bad partition fails at load with the file named, not deep in training.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import PartitionError
+
+FORMAT_VERSION = 1
+_NAME = re.compile(r"^[A-Za-z0-9_\-.]+$")
+
+
+def check_name(name: str, what: str) -> str:
+    """Type and data names become file names: keep them to letters, digits, '_', '-', '.'."""
+    if not _NAME.match(name):
+        raise PartitionError(f"{what} {name!r} cannot be used in partition file names; "
+                             f"rename it using letters, digits, '_', '-' or '.'")
+    return name
+
+
+def etype_key(c: tuple[str, str, str]) -> str:
+    """Canonical edge type as a JSON key / file-name part: 'src:rel:dst'."""
+    return ":".join(c)
+
+
+def part_files(p: int, node_data: dict, edge_data: dict) -> dict[str, Any]:
+    """Relative paths of partition p's arrays."""
+    d = f"part{p}"
+    return {
+        "global_nid": f"{d}/global_nid.npy",  # local id -> global (new homogeneous) id; owned first
+        "indptr": f"{d}/indptr.npy",  # CSC over local destinations
+        "indices": f"{d}/indices.npy",  # local source id per in-edge
+        "eids": f"{d}/eids.npy",  # global edge id per in-edge
+        "node_data": {t: {k: f"{d}/node.{t}.{k}.npy" for k in names} for t, names in node_data.items()},
+        "edge_data": {e: {k: f"{d}/edge.{e}.{k}.npy" for k in names} for e, names in edge_data.items()},
+    }
+
+
+def _get(cfg: dict, key: str, path: Path):
+    if key not in cfg:
+        raise PartitionError(f"{path} has no {key!r} entry; it is not a distgraph partition config "
+                             f"(re-run `distgraph partition`)")
+    return cfg[key]
+
+
+@dataclass
+class PartitionConfig:
+    """The parsed and checked `<graph>.json`."""
+
+    path: Path
+    raw: dict
+
+    @classmethod
+    def load(cls, part_config: str | Path) -> "PartitionConfig":
+        path = Path(part_config)
+        if not path.is_file():
+            raise PartitionError(f"partition config {path} does not exist; pass the .json written by `distgraph partition`")
+        try:
+            raw = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise PartitionError(f"partition config {path} is not valid JSON ({exc}); re-run `distgraph partition`") from None
+        if not isinstance(raw, dict):
+            raise PartitionError(f"partition config {path} must hold a JSON object")
+        version = _get(raw, "format_version", path)
+        if version != FORMAT_VERSION:
+            raise PartitionError(f"{path} has format_version {version}; this distgraph reads {FORMAT_VERSION}. "
+                                 f"Re-partition with this version")
+        cfg = cls(path, raw)
+        cfg._check()
+        return cfg
+
+    def _check(self) -> None:
+        p = self.path
+        k = self.num_parts
+        if len(_get(self.raw, "partitions", p)) != k:
+            raise PartitionError(f"{p}: num_parts is {k} but {len(self.raw['partitions'])} partitions are listed")
+        for kind, total_key in (("node_map", "num_nodes"), ("edge_map", "num_edges")):
+            total = 0
+            for name, ranges in _get(self.raw, kind, p).items():
+                r = np.asarray(ranges, dtype=np.int64)
+                if r.shape != (k, 2) or (r[:, 1] < r[:, 0]).any():
+                    raise PartitionError(f"{p}: {kind}[{name!r}] must list one [start, end) per partition ({k})")
+                total += int((r[:, 1] - r[:, 0]).sum())
+            if total != _get(self.raw, total_key, p):
+                raise PartitionError(f"{p}: the {kind} ranges cover {total} ids but {total_key} is {self.raw[total_key]}")
+
+    @property
+    def dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def num_parts(self) -> int:
+        return int(_get(self.raw, "num_parts", self.path))
+
+    @property
+    def graph_name(self) -> str:
+        return str(_get(self.raw, "graph_name", self.path))
+
+    @property
+    def ntypes(self) -> list[str]:
+        return list(_get(self.raw, "ntypes", self.path))
+
+    @property
+    def canonical_etypes(self) -> list[tuple[str, str, str]]:
+        return [tuple(c) for c in _get(self.raw, "etypes", self.path)]
+
+    def part(self, p: int) -> dict:
+        if not 0 <= p < self.num_parts:
+            raise PartitionError(f"partition id {p} is out of range: {self.path} has {self.num_parts} partitions")
+        return self.raw["partitions"][p]
+
+    def load_array(self, rel: str, *, rows: int | None = None, dtype: str | None = None, mmap: bool = True) -> np.ndarray:
+        """Open one array, checking it exists, is intact, and has the expected rows and dtype."""
+        f = self.dir / rel
+        if not f.is_file():
+            raise PartitionError(f"partition file {f} is missing (listed in {self.path}); copy it or re-partition")
+        try:
+            a = np.load(f, mmap_mode="r" if mmap else None, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise PartitionError(f"partition file {f} is unreadable or truncated ({exc}); copy it again or re-partition") from None
+        if rows is not None and (a.ndim == 0 or a.shape[0] != rows):
+            raise PartitionError(f"partition file {f} has shape {a.shape} but {self.path} says {rows} rows; "
+                                 f"the files and the config disagree: re-partition or copy both again")
+        if dtype is not None and a.dtype != np.dtype(dtype):
+            raise PartitionError(f"partition file {f} has dtype {a.dtype} but {self.path} says {dtype}")
+        return a

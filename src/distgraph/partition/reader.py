@@ -1,0 +1,111 @@
+"""`load_partition`: one partition's arrays, memory-mapped and checked against the config."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import PartitionError
+from .book import RangePartitionBook
+from .layout import PartitionConfig
+
+
+@dataclass
+class Partition:
+    """A partition: owned nodes first then halo nodes (local ids), and the in-edges (CSC) of
+    its nodes. `node_data[ntype][name]` rows follow the owned per-type id range."""
+
+    part_id: int
+    graph_name: str
+    book: RangePartitionBook
+    global_nid: torch.Tensor  # local id -> global (new homogeneous) id
+    num_inner_nodes: int
+    num_inner_edges: int
+    indptr: torch.Tensor
+    indices: torch.Tensor  # local source ids
+    eids: torch.Tensor  # global edge ids
+    node_data: dict[str, dict[str, torch.Tensor]]
+    edge_data: dict[str, dict[str, torch.Tensor]]
+
+    @property
+    def ntypes(self) -> list[str]:
+        return self.book.ntypes
+
+    @property
+    def canonical_etypes(self) -> list[tuple[str, str, str]]:
+        return self.book.canonical_etypes
+
+    @property
+    def num_local_nodes(self) -> int:
+        return int(self.global_nid.numel())
+
+    def inner_node_mask(self) -> torch.Tensor:
+        mask = torch.zeros(self.num_local_nodes, dtype=torch.bool)
+        mask[: self.num_inner_nodes] = True
+        return mask
+
+
+def _tensor(a: np.ndarray) -> torch.Tensor:
+    """Wrap without copying; memory-mapped arrays are read-only and torch warns about that."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(a)
+
+
+def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> Partition:
+    """Load partition `part_id` of the partitioning described by `part_config` (the JSON)."""
+    cfg = PartitionConfig.load(part_config)
+    meta = cfg.part(part_id)
+    book = RangePartitionBook(cfg, part_id)
+    try:
+        n_local, n_edges = int(meta["num_local_nodes"]), int(meta["num_local_edges"])
+        n_inner, n_inner_edges = int(meta["num_inner_nodes"]), int(meta["num_inner_edges"])
+    except (KeyError, TypeError, ValueError):
+        raise PartitionError(f"{cfg.path}: partition {part_id} lacks its node/edge counts; re-partition") from None
+    lo, hi = book.node_range(part_id, None)
+    elo, ehi = book.edge_range(part_id, None)
+    if (hi - lo, ehi - elo) != (n_inner, n_inner_edges):
+        raise PartitionError(f"{cfg.path}: partition {part_id} lists {n_inner} nodes / {n_inner_edges} edges "
+                             f"but node_map/edge_map give it {hi - lo} / {ehi - elo}")
+    load = cfg.load_array
+    arrays = {
+        "global_nid": load(meta["global_nid"], rows=n_local, dtype="int64", mmap=mmap),
+        "indptr": load(meta["indptr"], rows=n_local + 1, dtype="int64", mmap=mmap),
+        "indices": load(meta["indices"], rows=n_edges, dtype="int64", mmap=mmap),
+        "eids": load(meta["eids"], rows=n_edges, dtype="int64", mmap=mmap),
+    }
+    if int(arrays["indptr"][-1]) != n_edges:
+        raise PartitionError(f"{cfg.dir / meta['indptr']} ends at {int(arrays['indptr'][-1])} but the partition "
+                             f"has {n_edges} edges; re-partition")
+    node_data: dict[str, dict[str, torch.Tensor]] = {}
+    for t, files in meta["node_data"].items():
+        rows = book.node_range(part_id, t)[1] - book.node_range(part_id, t)[0]
+        spec = cfg.raw["node_data"][t]
+        node_data[t] = {k: _tensor(load(f, rows=rows, dtype=spec[k]["dtype"], mmap=mmap)) for k, f in files.items()}
+    edge_data: dict[str, dict[str, torch.Tensor]] = {}
+    for key, files in meta["edge_data"].items():
+        rows = book.edge_range(part_id, key)[1] - book.edge_range(part_id, key)[0]
+        spec = cfg.raw["edge_data"][key]
+        edge_data[key] = {k: _tensor(load(f, rows=rows, dtype=spec[k]["dtype"], mmap=mmap)) for k, f in files.items()}
+    return Partition(
+        part_id=part_id,
+        graph_name=cfg.graph_name,
+        book=book,
+        global_nid=_tensor(arrays["global_nid"]),
+        num_inner_nodes=n_inner,
+        num_inner_edges=n_inner_edges,
+        indptr=_tensor(arrays["indptr"]),
+        indices=_tensor(arrays["indices"]),
+        eids=_tensor(arrays["eids"]),
+        node_data=node_data,
+        edge_data=edge_data,
+    )
+
+
+def load_partition_book(part_config: str | Path, part_id: int = 0) -> RangePartitionBook:
+    """The partition book alone: reads only the JSON, no array files."""
+    return RangePartitionBook(PartitionConfig.load(part_config), part_id)

@@ -1,0 +1,47 @@
+"""New ids after assignment: partition p owns a contiguous id range for every node and edge type.
+
+Nodes are ordered by (partition, node type, original id) and edges by (partition of their
+destination, edge type, original id), so a type's ids inside a partition form one range
+and the partition book is only an array of offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..arrays import inverse_permutation, offsets, small_key_argsort
+from ..graph import Graph
+
+
+@dataclass
+class Relabeling:
+    node_new2old: np.ndarray  # new homogeneous id -> original homogeneous id
+    node_old2new: np.ndarray
+    edge_new2old: np.ndarray
+    node_ranges: np.ndarray  # (num_parts, num_ntypes, 2) [start, end) in new homogeneous ids
+    edge_ranges: np.ndarray  # (num_parts, num_etypes, 2)
+
+    def part_nodes(self, p: int) -> tuple[int, int]:
+        return int(self.node_ranges[p, 0, 0]), int(self.node_ranges[p, -1, 1])
+
+    def part_edges(self, p: int) -> tuple[int, int]:
+        return int(self.edge_ranges[p, 0, 0]), int(self.edge_ranges[p, -1, 1])
+
+
+def _grouped(key: np.ndarray, num_parts: int, num_types: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stable order by key = part * num_types + type, and each (part, type) block's [start, end)."""
+    order = small_key_argsort(key, num_parts * num_types)
+    starts = offsets(np.bincount(key, minlength=num_parts * num_types))
+    ranges = np.stack([starts[:-1], starts[1:]], axis=1).reshape(num_parts, num_types, 2)
+    return order, ranges
+
+
+def relabel(g: Graph, parts: np.ndarray, num_parts: int) -> Relabeling:
+    """Compute the new node and edge numbering from a partition assignment."""
+    nt, et = len(g.ntypes), len(g.canonical_etypes)
+    node_order, node_ranges = _grouped(parts * nt + g.node_type_ids().numpy(), num_parts, nt)
+    owner = parts[g.dst.numpy()]
+    edge_order, edge_ranges = _grouped(owner * et + g.edge_type_ids().numpy(), num_parts, et)
+    return Relabeling(node_order, inverse_permutation(node_order), edge_order, node_ranges, edge_ranges)
