@@ -9,7 +9,7 @@ import sys
 from ..errors import DistGraphError
 
 # Each module exposes `register(subparsers)`, which adds its parser and sets `func`.
-SUBCOMMANDS = ("generate", "partition", "kge")
+SUBCOMMANDS = ("generate", "partition")
 
 
 def build_parser() -> argparse.ArgumentParser:

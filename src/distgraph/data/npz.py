@@ -68,7 +68,7 @@ def load_npz(path: str | Path) -> Graph:
                 raise InputError(f"{path}: array {k!r} has {n} rows, which is both the number of nodes and of edges; "
                                  f"rename it 'ndata/{k}' or 'edata/{k}'")
             else:
-                raise InputError(f"{path}: array {k!r} has shape {a.shape}; its first dimension must be the "
+                raise InputError(f"{path}: array {k!r} has shape {tuple(a.shape)}; its first dimension must be the "
                                  f"number of nodes ({n}) or of edges ({e})")
         return Graph(torch.from_numpy(src), torch.from_numpy(dst), n, ndata, edata)
 

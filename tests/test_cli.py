@@ -1,0 +1,62 @@
+"""The `distgraph generate` and `distgraph partition` commands, as a user runs them."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from distgraph.cli.main import main
+
+
+def test_generate_then_partition_prints_a_summary(tmp_path, capsys):
+    assert main(["generate", "sbm", "--num_nodes", "3000", "--num_edges", "20000", "--feat_dim", "4",
+                 "--out", str(tmp_path / "g.npz")]) == 0
+    assert "3,000 nodes, 20,000 edges" in capsys.readouterr().out
+    assert main(["partition", "--input", str(tmp_path / "g.npz"), "--graph_name", "g", "--num_parts", "2",
+                 "--balance_train", "--balance_edges", "--out", str(tmp_path / "parts")]) == 0
+    out = capsys.readouterr().out
+    for needle in ("edge cut:", "halo fraction:", "balance max/avg: nodes 1.0", "partition total"):
+        assert needle in out
+    cfg = json.loads((tmp_path / "parts" / "g.json").read_text())
+    assert cfg["num_parts"] == 2 and cfg["num_nodes"] == 3000
+
+
+def test_partition_an_edge_list_and_a_heterogeneous_graph(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("a,b\nb,c\nc,a\nd,a\n")
+    assert main(["partition", "--input", str(tmp_path / "e.csv"), "--graph_name", "e", "--num_parts", "2",
+                 "--part_method", "random", "--out", str(tmp_path / "e")]) == 0
+    assert (tmp_path / "e" / "mapping" / "node_names.npy").is_file()
+    assert main(["generate", "mag", "--num_papers", "300", "--num_authors", "200", "--num_institutions", "10",
+                 "--num_fields", "20", "--out", str(tmp_path / "m.npz")]) == 0
+    assert main(["partition", "--input", str(tmp_path / "m.npz"), "--graph_name", "m", "--num_parts", "2",
+                 "--balance_train", "--out", str(tmp_path / "m")]) == 0
+    assert "['paper', 'author', 'institution', 'field_of_study']" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--input", "{tmp}/missing.npz"], "graph file .*missing.npz does not exist"),
+        (["--input", "{tmp}/bad.txt"], "bad.txt line 2: expected 2 fields"),
+        (["--input", "{tmp}/cut.npz"], "cut.npz is not a readable .npz file"),
+    ],
+)
+def test_bad_input_is_one_line_without_traceback(tmp_path, args, message):
+    (tmp_path / "bad.txt").write_text("0 1\n2\n")
+    (tmp_path / "cut.npz").write_bytes(b"PK\x03\x04 truncated")
+    args = [a.format(tmp=tmp_path) for a in args]
+    base = ["partition", "--graph_name", "g", "--num_parts", "2", "--out", str(tmp_path / "o")]
+    proc = subprocess.run([sys.executable, "-m", "distgraph.cli.main", *base, *args], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert re.search(message, proc.stderr)
+
+
+def test_more_parts_than_nodes_from_the_command_line(tmp_path):
+    (tmp_path / "e.txt").write_text("0 1\n1 2\n")
+    proc = subprocess.run([sys.executable, "-m", "distgraph.cli.main", "partition", "--input", str(tmp_path / "e.txt"),
+                           "--graph_name", "g", "--num_parts", "5", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "cannot split 3 nodes into 5 parts" in proc.stderr

@@ -1,0 +1,181 @@
+"""Partitioning: round trip in original ids, halos, contiguous ranges, balance, types, mappings."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from distgraph.data import load_edgelist
+from distgraph.graph import Graph
+from distgraph.partition import load_partition, partition_graph, split_categories
+
+
+def rebuild(cfg_path, num_parts, orig_nids, orig_eids):
+    """Every partition's owned in-edges, mapped back to original (src, dst, eid) triples."""
+    triples = []
+    for p in range(num_parts):
+        part = load_partition(cfg_path, p)
+        deg = part.indptr.diff()
+        inner = part.eids.lt(part.book.edge_range(p, None)[1]) & part.eids.ge(part.book.edge_range(p, None)[0])
+        dst_local = torch.repeat_interleave(torch.arange(part.num_local_nodes), deg)
+        src = orig_nids[part.global_nid[part.indices]]
+        dst = orig_nids[part.global_nid[dst_local]]
+        triples.append(torch.stack([src, dst, orig_eids[part.eids]], 1)[inner])
+    return torch.cat(triples)
+
+
+@pytest.mark.parametrize("method, num_parts", [("metis", 3), ("random", 2), ("metis", 1)])
+def test_round_trip_gives_back_the_graph_and_its_data(tmp_path, sbm, method, num_parts):
+    orig_nids, orig_eids = partition_graph(sbm, "g", num_parts, tmp_path, part_method=method, return_mapping=True)
+    cfg = tmp_path / "g.json"
+    t = rebuild(cfg, num_parts, orig_nids, orig_eids)
+    assert t.shape[0] == sbm.num_edges()
+    # each original edge exactly once, with its own endpoints
+    assert torch.equal(t[:, 2].sort().values, torch.arange(sbm.num_edges()))
+    assert torch.equal(sbm.src[t[:, 2]], t[:, 0]) and torch.equal(sbm.dst[t[:, 2]], t[:, 1])
+    assert torch.equal(orig_nids.sort().values, torch.arange(sbm.num_nodes()))
+    for p in range(num_parts):
+        part = load_partition(cfg, p)
+        lo, hi = part.book.node_range(p)
+        assert part.num_inner_nodes == hi - lo and torch.equal(part.global_nid[: hi - lo], torch.arange(lo, hi))
+        for k in ("feat", "label", "train_mask"):
+            assert torch.equal(part.node_data["_N"][k], sbm.ndata[k][orig_nids[lo:hi]])
+    saved = json.loads(cfg.read_text())
+    assert saved["num_parts"] == num_parts and saved["part_method"] == method
+    assert np.array_equal(np.load(tmp_path / "mapping" / "node._N.npy"), orig_nids.numpy())
+
+
+def test_halo_holds_exactly_the_non_owned_in_neighbours(tmp_path, sbm):
+    orig_nids, _ = partition_graph(sbm, "g", 3, tmp_path, return_mapping=True)
+    new_of = torch.empty_like(orig_nids)
+    new_of[orig_nids] = torch.arange(orig_nids.numel())
+    for p in range(3):
+        part = load_partition(tmp_path / "g.json", p)
+        lo, hi = part.book.node_range(p)
+        owned_dst = (new_of[sbm.dst] >= lo) & (new_of[sbm.dst] < hi)
+        srcs = new_of[sbm.src[owned_dst]]
+        expected = torch.unique(srcs[(srcs < lo) | (srcs >= hi)])
+        assert torch.equal(part.global_nid[part.num_inner_nodes:], expected)
+        assert int(part.indptr[part.num_inner_nodes]) == part.indices.numel()  # halo rows have no in-edges
+        assert int(part.indices.max()) < part.num_local_nodes
+
+
+def test_two_hop_halo_adds_the_in_edges_of_the_first_halo(tmp_path):
+    from distgraph.data import generate_sbm
+
+    g = generate_sbm(400, 1200, seed=4)
+    orig, orig_e = partition_graph(g, "g", 2, tmp_path, part_method="random", halo_hops=2, return_mapping=True)
+    new_of = torch.empty_like(orig)
+    new_of[orig] = torch.arange(orig.numel())
+    src, dst = new_of[g.src], new_of[g.dst]
+    for p in range(2):
+        part = load_partition(tmp_path / "g.json", p)
+        lo, hi = part.book.node_range(p)
+        owned = torch.zeros(g.num_nodes(), dtype=torch.bool)
+        owned[lo:hi] = True
+        hop1 = torch.zeros_like(owned)
+        hop1[src[owned[dst]]] = True
+        hop1 &= ~owned
+        edges = owned[dst] | hop1[dst]  # in-edges of owned nodes and of the first halo
+        local = torch.zeros_like(owned)
+        local[src[edges]] = True
+        local |= owned
+        assert torch.equal(part.global_nid.sort().values, torch.nonzero(local).flatten())
+        assert torch.equal(part.eids.sort().values, _new_eids(orig_e, edges).sort().values)
+        assert part.eids.numel() > part.num_inner_edges
+
+
+def _new_eids(orig_e, mask):
+    """New edge ids of the original edges selected by `mask`."""
+    new_of = torch.empty_like(orig_e)
+    new_of[orig_e] = torch.arange(orig_e.numel())
+    return new_of[torch.nonzero(mask).flatten()]
+
+
+def test_ranges_are_contiguous_per_type_and_partition(tmp_path, mag):
+    partition_graph(mag, "mag", 3, tmp_path, balance_ntypes=split_categories(mag))
+    cfg = json.loads((tmp_path / "mag.json").read_text())
+    starts = []
+    for p in range(3):
+        for t in mag.ntypes:
+            starts.append(cfg["node_map"][t][p])
+    flat = np.array(starts)
+    assert flat[0, 0] == 0 and (flat[1:, 0] == flat[:-1, 1]).all() and flat[-1, 1] == mag.num_nodes()
+    for t in mag.ntypes:
+        assert sum(e - s for s, e in cfg["node_map"][t]) == mag.num_nodes(t)
+
+
+def test_heterogeneous_round_trip_in_per_type_original_ids(tmp_path, mag):
+    orig_nids, orig_eids = partition_graph(mag, "mag", 2, tmp_path, return_mapping=True)
+    feat = mag.nodes["paper"].data["feat"]
+    for p in range(2):
+        part = load_partition(tmp_path / "mag.json", p)
+        got = part.node_data["paper"]["feat"]
+        lo, hi = part.book.node_range(p, "paper")
+        assert torch.equal(got, feat[orig_nids["paper"][lo:hi]])
+        assert "author" not in part.node_data or not part.node_data["author"]
+    # every relation's edges come back with their original endpoints
+    for ci, c in enumerate(mag.canonical_etypes):
+        assert torch.equal(orig_eids[c].sort().values, torch.arange(mag.num_edges(c)))
+    book = load_partition(tmp_path / "mag.json", 0).book
+    writes = ("author", "writes", "paper")
+    homo_src, homo_dst = [], []
+    for p in range(2):
+        part = load_partition(tmp_path / "mag.json", p)
+        etype, per_type_eid = book.map_to_per_etype(part.eids)
+        sel = etype == mag.canonical_etypes.index(writes)
+        lo, hi = book.edge_range(p, writes)
+        sel &= (per_type_eid >= lo) & (per_type_eid < hi)
+        deg = part.indptr.diff()
+        dst_local = torch.repeat_interleave(torch.arange(part.num_local_nodes), deg)
+        s_t, s_id = book.map_to_per_ntype(part.global_nid[part.indices[sel]])
+        d_t, d_id = book.map_to_per_ntype(part.global_nid[dst_local[sel]])
+        assert (s_t == 1).all() and (d_t == 0).all()  # author -> paper
+        homo_src.append(orig_nids["author"][s_id])
+        homo_dst.append(orig_nids["paper"][d_id])
+        eid = orig_eids[writes][per_type_eid[sel]]
+        lo_e = int(mag.etype_offsets[0])
+        assert torch.equal(mag.src[lo_e + eid], homo_src[-1] + int(mag.ntype_offsets[1]))
+    assert sum(x.numel() for x in homo_src) == mag.num_edges("writes")
+
+
+def test_balance_train_spreads_a_training_set_concentrated_in_one_community(tmp_path):
+    from distgraph.data import generate_sbm
+
+    g = generate_sbm(6000, 60000, num_classes=4, p_in=0.95, seed=3)
+    train = g.ndata["label"] == 0
+    g.ndata["train_mask"] = train
+    g.ndata["val_mask"] = torch.zeros_like(train)
+    g.ndata["test_mask"] = torch.zeros_like(train)
+
+    def train_per_part(**kw):
+        orig, _ = partition_graph(g, "g", 2, tmp_path, return_mapping=True, **kw)
+        mid = load_partition(tmp_path / "g.json", 0).num_inner_nodes
+        return [int(train[orig[:mid]].sum()), int(train[orig[mid:]].sum())]
+
+    plain = train_per_part()
+    balanced = train_per_part(balance_ntypes=split_categories(g), balance_edges=True)
+    assert max(plain) / (sum(plain) / 2) > 1.6  # METIS alone keeps the community together
+    assert max(balanced) / (sum(balanced) / 2) < 1.05  # the train constraint spreads it
+    stats = partition_graph(g, "g", 2, tmp_path, balance_ntypes=split_categories(g), balance_edges=True)
+    assert max(stats.part_edges) / (sum(stats.part_edges) / 2) < 1.05
+    assert max(stats.part_nodes) / (sum(stats.part_nodes) / 2) < 1.05
+
+
+def test_string_ids_are_mapped_and_the_names_written_beside_the_partitions(tmp_path):
+    f = tmp_path / "e.tsv"
+    f.write_text("bob\talice\nalice\tcarol\ncarol\tbob\ndave\tbob\n")
+    g = load_edgelist(f)
+    orig, _ = partition_graph(g, "names", 2, tmp_path / "out", part_method="random", return_mapping=True)
+    names = np.load(tmp_path / "out" / "mapping" / "node_names.npy")
+    assert names.tolist() == ["bob", "alice", "carol", "dave"]
+    assert sorted(names[orig.numpy()].tolist()) == ["alice", "bob", "carol", "dave"]
+
+
+def test_stats_describe_the_partitioning(tmp_path, sbm):
+    stats = partition_graph(sbm, "g", 2, tmp_path)
+    assert sum(stats.part_nodes) == sbm.num_nodes() and sum(stats.part_edges) == sbm.num_edges()
+    assert 0 < stats.edge_cut < 0.5 and 0 < stats.halo_fraction < 1
+    random_stats = partition_graph(sbm, "r", 2, tmp_path, part_method="random")
+    assert random_stats.edge_cut > 1.5 * stats.edge_cut  # METIS cuts far fewer edges than random
