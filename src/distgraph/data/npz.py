@@ -10,6 +10,7 @@ Heterogeneous: `ntypes`, `num_nodes` (one count per type), `canonical_etypes`
 
 from __future__ import annotations
 
+import struct
 import zipfile
 from pathlib import Path
 
@@ -20,42 +21,83 @@ from ..errors import InputError
 from ..graph import Graph
 
 
-def _open(path: str | Path) -> np.lib.npyio.NpzFile:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"graph file {p} does not exist")
-    try:
-        return np.load(p, allow_pickle=False)
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-        raise InputError(f"{p} is not a readable .npz file ({exc}); regenerate or re-export it") from None
+class _NpzArrays:
+    """The arrays of an `.npz`, memory-mapped where stored uncompressed (as `np.savez` writes).
 
+    A mapped array costs no memory until read, so a partitioner touches features only
+    while writing them instead of holding them through METIS.
+    """
 
-def _array(z, key: str, path) -> np.ndarray:
-    try:
-        return z[key]
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
-        raise InputError(f"{path}: array {key!r} is missing or truncated ({exc})") from None
+    def __init__(self, path: Path):
+        self.path = path
+        if not path.is_file():
+            raise InputError(f"graph file {path} does not exist")
+        try:
+            self._zip = zipfile.ZipFile(path)
+            self.files = [n[:-4] for n in self._zip.namelist() if n.endswith(".npy")]
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise InputError(f"{path} is not a readable .npz file ({exc}); regenerate or re-export it") from None
+
+    def __enter__(self) -> "_NpzArrays":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._zip.close()
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        try:
+            info = self._zip.getinfo(key + ".npy")
+            if info.compress_type == zipfile.ZIP_STORED:
+                return self._mapped(info)
+            with self._zip.open(info) as f:
+                return np.lib.format.read_array(f, allow_pickle=False)
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
+            raise InputError(f"{self.path}: array {key!r} is missing or truncated ({exc})") from None
+
+    def _mapped(self, info: zipfile.ZipInfo) -> np.ndarray:
+        with open(self.path, "rb") as f:
+            f.seek(info.header_offset)
+            local = f.read(30)
+            if local[:4] != b"PK\x03\x04":
+                raise ValueError("bad local file header")
+            name_len, extra_len = struct.unpack("<HH", local[26:30])
+            start = info.header_offset + 30 + name_len + extra_len
+            f.seek(start)
+            version = np.lib.format.read_magic(f)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(f)
+            data_offset = f.tell()
+        if dtype.hasobject:
+            raise ValueError("object arrays need pickle, which distgraph never loads")
+        count = int(np.prod(shape, dtype=np.int64))
+        if data_offset - start + count * dtype.itemsize > info.file_size:
+            raise ValueError(f"member holds {info.file_size} bytes, fewer than its header promises")
+        if count == 0:
+            return np.empty(shape, dtype=dtype)
+        # copy-on-write: tensors stay writable, and the file is never modified
+        return np.memmap(self.path, dtype=dtype, mode="c", offset=data_offset, shape=shape,
+                         order="F" if fortran else "C")
 
 
 def load_npz(path: str | Path) -> Graph:
     """Read a graph written by `save_npz` or by hand in the format above."""
-    with _open(path) as z:
+    with _NpzArrays(Path(path)) as z:
         keys = set(z.files)
         if "canonical_etypes" in keys:
             return _load_hetero(z, keys, path)
         for k in ("src", "dst"):
             if k not in keys:
                 raise InputError(f"{path} has no {k!r} array; a graph .npz needs 'src' and 'dst' (found {sorted(keys)})")
-        src, dst = _array(z, "src", path), _array(z, "dst", path)
+        src, dst = z["src"], z["dst"]
         if src.shape != dst.shape or src.ndim != 1:
             raise InputError(f"{path}: 'src' {src.shape} and 'dst' {dst.shape} must be 1-D arrays of equal length")
-        n = int(_array(z, "num_nodes", path)) if "num_nodes" in keys else None
+        n = int(z["num_nodes"]) if "num_nodes" in keys else None
         if n is None:
             n = int(max(src.max(initial=-1), dst.max(initial=-1))) + 1
         e = src.shape[0]
         ndata, edata = {}, {}
         for k in sorted(keys - {"src", "dst", "num_nodes"}):
-            a = torch.from_numpy(_array(z, k, path))
+            a = torch.from_numpy(z[k])
             if k.startswith("ndata/"):
                 ndata[k[6:]] = a
             elif k.startswith("edata/"):
@@ -73,27 +115,27 @@ def load_npz(path: str | Path) -> Graph:
         return Graph(torch.from_numpy(src), torch.from_numpy(dst), n, ndata, edata)
 
 
-def _load_hetero(z, keys: set, path) -> Graph:
-    ntypes = [str(t) for t in _array(z, "ntypes", path)]
-    counts = _array(z, "num_nodes", path).reshape(-1)
+def _load_hetero(z: _NpzArrays, keys: set, path) -> Graph:
+    ntypes = [str(t) for t in z["ntypes"]]
+    counts = z["num_nodes"].reshape(-1)
     if len(counts) != len(ntypes):
         raise InputError(f"{path}: 'num_nodes' has {len(counts)} counts for {len(ntypes)} node types")
-    etypes = [tuple(str(c).split(":")) for c in _array(z, "canonical_etypes", path)]
+    etypes = [tuple(str(c).split(":")) for c in z["canonical_etypes"]]
     edges = {}
     for c in etypes:
         name = ":".join(c)
         if f"src/{name}" not in keys or f"dst/{name}" not in keys:
             raise InputError(f"{path}: edge type {name} needs arrays 'src/{name}' and 'dst/{name}'")
-        edges[c] = (torch.from_numpy(_array(z, f"src/{name}", path)), torch.from_numpy(_array(z, f"dst/{name}", path)))
+        edges[c] = (torch.from_numpy(z[f"src/{name}"]), torch.from_numpy(z[f"dst/{name}"]))
     ndata: dict = {t: {} for t in ntypes}
     edata: dict = {c: {} for c in etypes}
     by_name = {":".join(c): c for c in etypes}
     for k in keys:
         parts = k.split("/")
         if parts[0] == "ndata" and len(parts) == 3 and parts[1] in ndata:
-            ndata[parts[1]][parts[2]] = torch.from_numpy(_array(z, k, path))
+            ndata[parts[1]][parts[2]] = torch.from_numpy(z[k])
         elif parts[0] == "edata" and len(parts) == 3 and parts[1] in by_name:
-            edata[by_name[parts[1]]][parts[2]] = torch.from_numpy(_array(z, k, path))
+            edata[by_name[parts[1]]][parts[2]] = torch.from_numpy(z[k])
         elif parts[0] in ("ndata", "edata"):
             raise InputError(f"{path}: array {k!r} names a type that is not in 'ntypes'/'canonical_etypes'")
     return Graph.from_hetero(edges, dict(zip(ntypes, counts.tolist())), ndata, edata)

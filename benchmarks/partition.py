@@ -1,0 +1,135 @@
+"""Partition benchmark: our whole METIS partition step against a bare METIS call, same graph, same run.
+
+Each measurement runs in a fresh child process, so its peak RSS is its own. Prints
+`key: value` lines; `--plot FILE` draws time and memory per configuration.
+
+    python benchmarks/partition.py [--nodes 200000 --edges 4000000 --feat_dim 100 --parts 2 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def child(args: argparse.Namespace) -> None:
+    """One measurement in this process; prints a JSON line with seconds and peak RSS."""
+    from distgraph.data import load_npz
+    from distgraph.partition import partition_graph, split_categories
+
+    g = load_npz(args.input)
+    method, balance = args.child.split(":")
+    categories = split_categories(g) if balance == "balanced" else None
+    out: dict = {}
+    t0 = time.perf_counter()
+    if method == "bare":
+        # The bare METIS call: the same adjacency and the same vertex weights as our step.
+        import pymetis
+
+        from distgraph.partition.assign import balance_weights
+        from distgraph.partition.metis import part_graph, symmetric_adjacency
+
+        xadj, adjncy = symmetric_adjacency(g.src.numpy(), g.dst.numpy(), g.num_nodes())
+        weights = balance_weights(g, categories, balance == "balanced")
+        out["symmetrize_seconds"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        if weights.shape[1] == 1:
+            pymetis.part_graph(args.num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy))
+        else:  # pymetis's Python API takes one constraint; the same library through ctypes takes several
+            part_graph(xadj, adjncy, args.num_parts, weights)
+        out["seconds"] = time.perf_counter() - t1
+    else:
+        stats = partition_graph(g, "bench", args.num_parts, args.out, part_method=method,
+                                balance_ntypes=categories, balance_edges=balance == "balanced")
+        out.update(seconds=time.perf_counter() - t0, assign_seconds=stats.assign_seconds,
+                   edge_cut=stats.edge_cut, halo_fraction=stats.halo_fraction,
+                   node_imbalance=stats.imbalance(stats.part_nodes), edge_imbalance=stats.imbalance(stats.part_edges),
+                   train_imbalance=stats.imbalance(stats.part_train))
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+
+def measure(kind: str, graph: Path, parts: int, out: Path) -> dict:
+    cmd = [sys.executable, __file__, "--child", kind, "--input", str(graph), "--num_parts", str(parts), "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"{kind} failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def plot(results: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(results)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5))
+    a.bar(labels, [r["seconds"] for r in results.values()], color="tab:blue")
+    a.set_ylabel("seconds")
+    a.set_title("partition step vs bare METIS call")
+    b.bar(labels, [r["peak_rss_mb"] for r in results.values()], color="tab:orange")
+    b.axhline(800, color="red", linestyle="--", label="target 800 MB")
+    b.set_ylabel("peak RSS (MB)")
+    b.legend()
+    for ax in (a, b):
+        ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=200_000)
+    ap.add_argument("--edges", type=int, default=4_000_000)
+    ap.add_argument("--feat_dim", type=int, default=100)
+    ap.add_argument("--parts", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--input", help="use this .npz instead of generating one")
+    ap.add_argument("--plot", help="write a PNG of times and peak memory")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--num_parts", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args)
+    with tempfile.TemporaryDirectory(prefix="distgraph-bench-") as tmp:
+        graph = Path(args.input) if args.input else Path(tmp) / "graph.npz"
+        if not args.input:
+            from distgraph.data import generate_sbm, save_npz
+
+            save_npz(generate_sbm(args.nodes, args.edges, feat_dim=args.feat_dim, seed=0), graph)
+        print(f"graph: {graph.name} nodes={args.nodes} edges={args.edges} feat_dim={args.feat_dim}")
+        results = {}
+        for k in args.parts:
+            for balance in ("plain", "balanced"):
+                bare = measure(f"bare:{balance}", graph, k, Path(tmp) / "x")
+                ours = measure(f"metis:{balance}", graph, k, Path(tmp) / f"m{k}")
+                results.update({f"bare METIS {balance} k={k}": bare, f"ours METIS {balance} k={k}": ours})
+                tag = f"parts{k}_{balance}"
+                print(f"{tag}_bare_metis_seconds: {bare['seconds']:.2f}")
+                print(f"{tag}_ours_whole_step_seconds: {ours['seconds']:.2f}")
+                print(f"{tag}_ours_over_bare_metis: {ours['seconds'] / bare['seconds']:.2f}")
+                print(f"{tag}_bare_metis_peak_rss_mb: {bare['peak_rss_mb']:.0f}")
+                print(f"{tag}_ours_peak_rss_mb: {ours['peak_rss_mb']:.0f}")
+                print(f"{tag}_edge_cut: {ours['edge_cut']:.4f}")
+                print(f"{tag}_halo_fraction: {ours['halo_fraction']:.4f}")
+                print(f"{tag}_imbalance_nodes_edges_train: {ours['node_imbalance']:.3f} "
+                      f"{ours['edge_imbalance']:.3f} {ours['train_imbalance']:.3f}")
+            rand = measure("random:plain", graph, k, Path(tmp) / f"r{k}")
+            results[f"ours random k={k}"] = rand
+            print(f"parts{k}_random_step_seconds: {rand['seconds']:.2f}")
+            print(f"parts{k}_random_edge_cut: {rand['edge_cut']:.4f}")
+            print(f"parts{k}_random_halo_fraction: {rand['halo_fraction']:.4f}")
+        if args.plot:
+            plot(results, args.plot)
+            print(f"plot: {args.plot}")
+
+
+if __name__ == "__main__":
+    main()

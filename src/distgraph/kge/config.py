@@ -1,0 +1,87 @@
+"""Settings of `kge train` and `kge eval`, named and defaulted as `dglke_train` / `dglke_eval` flags."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, asdict, dataclass, fields
+
+from ..errors import InputError
+
+
+@dataclass
+class TrainConfig:
+    """One field per `dglke_train` flag (defaults are DGL-KE's, `seed` is ours)."""
+
+    model_name: str = "TransE"
+    dataset: str = "FB15k"
+    data_path: str = "data"
+    format: str = "built_in"
+    data_files: list[str] | None = None
+    delimiter: str = "\t"
+    save_path: str = "ckpts"
+    no_save_emb: bool = False
+    max_step: int = 80000
+    batch_size: int = 1024
+    batch_size_eval: int = 8
+    neg_sample_size: int = 256
+    neg_deg_sample: bool = False
+    log_interval: int = 1000
+    eval_interval: int = 10000
+    valid: bool = False
+    test: bool = False
+    num_proc: int = 1
+    num_thread: int = 1
+    hidden_dim: int = 400
+    lr: float = 0.01
+    gamma: float = 12.0
+    double_ent: bool = False
+    double_rel: bool = False
+    neg_adversarial_sampling: bool = False
+    adversarial_temperature: float = 1.0
+    regularization_coef: float = 2e-6
+    regularization_norm: int = 3
+    seed: int = 0
+
+    def check(self) -> TrainConfig:
+        """Reject settings that cannot run, naming the flag."""
+        _positive(self, "max_step", "batch_size", "batch_size_eval", "neg_sample_size", "log_interval",
+                  "eval_interval", "num_proc", "num_thread", "hidden_dim")
+        if self.lr <= 0:
+            raise InputError(f"--lr must be positive, got {self.lr}")
+        if self.regularization_coef < 0 or self.regularization_norm < 0:
+            raise InputError("--regularization_coef and --regularization_norm must not be negative")
+        return self
+
+    def to_dict(self) -> dict:
+        """Plain dict for config.json."""
+        return asdict(self)
+
+
+@dataclass
+class EvalConfig:
+    """`dglke_eval` flags: data settings left as None are read from the model's config.json."""
+
+    model_path: str
+    data_path: str | None = None
+    dataset: str | None = None
+    format: str | None = None
+    data_files: list[str] | None = None
+    delimiter: str | None = None
+    batch_size_eval: int = 8
+    num_proc: int = 1
+    num_thread: int = 1
+
+    def check(self) -> EvalConfig:
+        """Reject settings that cannot run, naming the flag."""
+        _positive(self, "batch_size_eval", "num_proc", "num_thread")
+        return self
+
+
+def _positive(cfg: object, *names: str) -> None:
+    for name in names:
+        if getattr(cfg, name) < 1:
+            raise InputError(f"--{name} must be a positive integer, got {getattr(cfg, name)}")
+
+
+def field_defaults(cls: type) -> dict[str, object]:
+    """Default of every field with one, for building the command-line parser."""
+    return {f.name: f.default for f in fields(cls) if f.default is not MISSING}

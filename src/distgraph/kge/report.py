@@ -1,0 +1,87 @@
+"""Prints what the workers report, in DGL-KE's wording, and keeps the figures of the run."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, TextIO
+
+from tqdm import tqdm
+
+from .evaluate import METRICS, combine
+
+
+class Reporter:
+    """Message handler for `run_tasks`: training logs, a progress bar, evaluation results, timings."""
+
+    def __init__(self, num_proc: int, max_step: int, on_trained: Callable[[], None] | None = None,
+                 out: TextIO | None = None):
+        self.num_proc = num_proc
+        self.out = out or sys.stdout
+        self.on_trained = on_trained
+        self.steps = [0] * num_proc
+        self.bar = tqdm(total=num_proc * max_step, unit="step", desc="kge train", dynamic_ncols=True,
+                        disable=None if max_step else True, mininterval=1.0)
+        self.pending: dict[str, list[dict[str, float]]] = {}
+        self.results: dict[str, dict[str, float]] = {}
+        self.trained: list[tuple[int, int]] = []
+        self.t_start = self.t_trained = time.perf_counter()
+        self.train_time: float | None = None
+        self.test_time: float | None = None
+
+    def write(self, text: str) -> None:
+        """Print a line without breaking the progress bar."""
+        tqdm.write(text, file=self.out)
+        self.out.flush()
+
+    @property
+    def triples(self) -> int:
+        """Positive triples trained on by all processes."""
+        return sum(t for _, t in self.trained)
+
+    def __call__(self, msg: tuple) -> None:
+        kind, rank = msg[0], msg[1]
+        if kind == "progress":
+            self.bar.update(msg[2] - self.steps[rank])
+            self.steps[rank] = msg[2]
+        elif kind == "log":
+            _, _, step, stats = msg
+            rate = stats.pop("steps/s")
+            text = ", ".join(f"{k}: {v:.4g}" for k, v in stats.items())
+            self.write(f"[{rank}][Train]({step}/{self.bar.total // self.num_proc}) average {text}; {rate:.1f} steps/s")
+        elif kind == "trained":
+            self.trained.append((msg[2], msg[3]))
+            if len(self.trained) == self.num_proc:
+                self._all_trained()
+        elif kind == "metrics":
+            self._metrics(msg[2], msg[3])
+
+    def _all_trained(self) -> None:
+        now = time.perf_counter()
+        self.train_time = now - self.t_start
+        # evaluation alone is timed from the start, process start-up included
+        self.t_trained = now if self.triples else self.t_start
+        self.bar.close()
+        if self.triples:
+            self.write(f"training takes {self.train_time:.3f} seconds "
+                       f"({self.triples / self.train_time:,.0f} positive triples/s)")
+        if self.on_trained is not None:
+            self.on_trained()
+
+    def _metrics(self, label: str, sums: dict[str, float]) -> None:
+        self.pending.setdefault(label, []).append(sums)
+        if len(self.pending[label]) < self.num_proc:
+            return
+        avg = self.results[label] = combine(self.pending.pop(label))
+        kind = label.split()[0]
+        lines = [f"-------------- {label} result --------------"]
+        lines += [f"{kind} average {m} : {avg[m]:.4f}" for m in METRICS]
+        lines.append("-" * len(lines[0]))
+        if label == "Test":
+            self.test_time = time.perf_counter() - self.t_trained
+            lines.append(f"testing takes {self.test_time:.3f} seconds")
+        self.write("\n".join(lines))
+
+    def close(self) -> None:
+        """Close the progress bar if the run stopped early."""
+        self.bar.close()

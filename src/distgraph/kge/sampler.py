@@ -1,0 +1,96 @@
+"""Training mini-batches with chunked negative sampling, as DGL-KE's edge sampler makes them.
+
+A batch of B positive triples is cut into B / k chunks of k triples (k = neg_sample_size,
+DGL-KE's chunk size); the triples of a chunk share the same n negative entities, so the
+negative scores of a chunk are one (k x n) matrix product. Batches alternate between
+corrupting tails and corrupting heads. With `neg_deg_sample`, the chunk's own heads (or
+tails) are added as negatives too, which samples entities in proportion to their degree;
+each triple's own entity is masked out of its negatives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ..errors import InputError
+
+
+@dataclass
+class Batch:
+    """Positive triples, their shared negatives per chunk, and which side the negatives replace."""
+
+    h: Tensor
+    r: Tensor
+    t: Tensor
+    neg: Tensor  # (chunks, negatives) entity ids
+    corrupt_head: bool
+    neg_mask: Tensor | None = None  # (chunks, chunk_size, negatives), False where a negative is excluded
+
+    @property
+    def num_chunks(self) -> int:
+        """Number of chunks; each shares one row of `neg`."""
+        return self.neg.shape[0]
+
+
+def chunk_layout(batch_size: int, neg_sample_size: int, num_triples: int) -> tuple[int, int]:
+    """(batch size, chunk size): the batch is rounded up to whole chunks as DGL-KE does, and
+    shrunk to whole chunks when a process holds fewer triples than one batch."""
+    if batch_size < 1 or neg_sample_size < 1:
+        raise InputError(f"--batch_size and --neg_sample_size must be positive, got {batch_size} and "
+                         f"{neg_sample_size}")
+    if num_triples < 1:
+        raise InputError("no training triples: the training file is empty or --num_proc exceeds the triples")
+    chunk = min(neg_sample_size, batch_size, num_triples)
+    batch = -(-batch_size // chunk) * chunk
+    if batch > num_triples:
+        batch = num_triples // chunk * chunk
+    return batch, chunk
+
+
+class ChunkSampler:
+    """Endless stream of batches over one process's triples, reshuffled each epoch."""
+
+    def __init__(self, triples: Tensor, n_entities: int, batch_size: int, neg_sample_size: int,
+                 neg_deg_sample: bool = False, seed: int = 0):
+        self.triples = triples
+        self.n_entities = n_entities
+        self.batch_size, self.chunk_size = chunk_layout(batch_size, neg_sample_size, len(triples))
+        self.neg_sample_size = neg_sample_size
+        self.neg_deg_sample = neg_deg_sample
+        self.gen = torch.Generator().manual_seed(seed)
+        self.order = torch.randperm(len(triples), generator=self.gen)
+        self.pos = 0
+        self.step = 0
+        self._diag = ~torch.eye(self.chunk_size, dtype=torch.bool)
+
+    def _next_ids(self) -> Tensor:
+        """Positions of the next batch; a batch that crosses an epoch end continues in a new order."""
+        end = self.pos + self.batch_size
+        if end <= len(self.order):
+            ids = self.order[self.pos:end]
+            self.pos = end
+            return ids
+        head = self.order[self.pos:]
+        self.order = torch.randperm(len(self.triples), generator=self.gen)
+        self.pos = self.batch_size - len(head)
+        return torch.cat([head, self.order[:self.pos]])
+
+    def __iter__(self) -> ChunkSampler:
+        return self
+
+    def __next__(self) -> Batch:
+        self.step += 1
+        h, r, t = self.triples[self._next_ids()].unbind(1)
+        corrupt_head = self.step % 2 == 0  # DGL-KE starts with tails, then alternates
+        chunks = self.batch_size // self.chunk_size
+        neg = torch.randint(self.n_entities, (chunks, self.neg_sample_size), generator=self.gen)
+        mask = None
+        if self.neg_deg_sample:
+            own = (h if corrupt_head else t).view(chunks, self.chunk_size)
+            neg = torch.cat([own, neg], 1)
+            mask = torch.ones(chunks, self.chunk_size, neg.shape[1], dtype=torch.bool)
+            mask[:, :, :self.chunk_size] = self._diag
+        return Batch(h, r, t, neg, corrupt_head, mask)

@@ -1,0 +1,89 @@
+"""Trained models on disk, in `dglke_train`'s layout.
+
+`<save_path>/<model>_<dataset>_<n>/` holds `<dataset>_<model>_entity.npy`,
+`<dataset>_<model>_relation.npy` (and `<dataset>_<model>projection.npy` for TransR), the
+entity and relation dictionaries (`entities.dict`, `relations.dict`: `id<TAB>name`) and
+`config.json` with every training setting, so `kge eval` can rebuild the model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from .config import TrainConfig
+from .data import KGData, read_dict, write_dict
+from .models import KGEModel, create_model
+from .params import KGEParams
+
+_SUFFIX = {"entity": "_entity", "relation": "_relation", "projection": "projection"}
+ENTITY_DICT = "entities.dict"
+RELATION_DICT = "relations.dict"
+
+
+def make_model_dir(save_path: str | Path, model_name: str, dataset: str) -> Path:
+    """Create `<save_path>/<model>_<dataset>_<n>` with n = number of earlier runs, as DGL-KE names it."""
+    root = Path(save_path)
+    root.mkdir(parents=True, exist_ok=True)
+    prefix = f"{model_name}_{dataset}_"
+    n = sum(1 for p in root.iterdir() if p.name.startswith(prefix))
+    out = root / f"{prefix}{n}"
+    out.mkdir()
+    return out
+
+
+def _table_file(path: Path, cfg: TrainConfig, table: str) -> Path:
+    return path / f"{cfg.dataset}_{cfg.model_name}{_SUFFIX[table]}.npy"
+
+
+def save_model(path: Path, cfg: TrainConfig, params: KGEParams, data: KGData) -> None:
+    """Write the embeddings, the id maps and config.json into `path`."""
+    for name, table in params.tables.items():
+        np.save(_table_file(path, cfg, name), table.numpy())
+    write_dict(path / ENTITY_DICT, data.entities)
+    write_dict(path / RELATION_DICT, data.relations)
+    conf = cfg.to_dict()
+    conf.update(n_entities=data.n_entities, n_relations=data.n_relations, emap_file=ENTITY_DICT,
+                rmap_file=RELATION_DICT)
+    (path / "config.json").write_text(json.dumps(conf, indent=4))
+
+
+@dataclass
+class SavedModel:
+    """A model read back from disk."""
+
+    cfg: TrainConfig
+    model: KGEModel
+    params: KGEParams
+    entities: list[str]
+    relations: list[str]
+
+
+def load_model(path: str | Path) -> SavedModel:
+    """Read a directory written by `save_model` (or by dglke_train, given its dictionaries)."""
+    root = Path(path)
+    conf_file = root / "config.json"
+    if not conf_file.is_file():
+        raise InputError(f"{conf_file} does not exist: --model_path must be a folder written by "
+                         f"`distgraph kge train` (e.g. ckpts/TransE_l2_FB15k_0)")
+    conf = json.loads(conf_file.read_text())
+    cfg = TrainConfig(**{f.name: conf[f.name] for f in fields(TrainConfig) if f.name in conf})
+    model = create_model(cfg.model_name, cfg.hidden_dim, cfg.gamma, cfg.double_ent, cfg.double_rel)
+    tables = {}
+    for name in ("entity", *model.relation_tables()):
+        f = _table_file(root, cfg, name)
+        if not f.is_file():
+            raise InputError(f"{f} does not exist: the model was saved without embeddings (--no_save_emb?)")
+        tables[name] = torch.from_numpy(np.load(f))
+    params = KGEParams(tables, {name: torch.zeros(len(t)) for name, t in tables.items()})
+    entities = read_dict(root / conf.get("emap_file", ENTITY_DICT))
+    relations = read_dict(root / conf.get("rmap_file", RELATION_DICT))
+    if (len(entities), len(relations)) != (len(tables["entity"]), len(tables["relation"])):
+        raise InputError(f"{root}: the dictionaries list {len(entities)} entities and {len(relations)} relations "
+                         f"but the embeddings have {len(tables['entity'])} and {len(tables['relation'])} rows")
+    return SavedModel(cfg, model, params, entities, relations)
