@@ -16,7 +16,7 @@ from torch import Tensor
 
 from .config import TrainConfig
 from .evaluate import TripleFilter, evaluate
-from .loss import kge_loss, regularization
+from .loss import kge_loss
 from .models import KGEModel
 from .optim import sparse_adagrad_
 from .params import KGEParams
@@ -28,37 +28,65 @@ _PROGRESS_SECONDS = 0.5
 Emit = Callable[[tuple], None]
 
 
+def _coalesce(ids: list[Tensor], grads: list[Tensor]) -> tuple[Tensor, Tensor]:
+    """(distinct rows, summed gradient of each) from gradients of gathered rows."""
+    rows, inv = torch.unique(torch.cat(ids), return_inverse=True)
+    out = torch.zeros(len(rows), grads[0].shape[-1])
+    start = 0
+    for g in grads:
+        g = g.reshape(-1, out.shape[1])
+        out.index_add_(0, inv[start:start + len(g)], g)
+        start += len(g)
+    return rows, out
+
+
+def _add_regularization(table: Tensor, rows: Tensor, grad: Tensor, coef: float, norm: int) -> Tensor:
+    """Add the gradient of coef * sum |x|^norm over `rows` to `grad` (norm * |x|^(norm-2) x, without
+    the slow `sign`/`pow` kernels for DGL-KE's default norm 3); returns the penalty."""
+    x = table.index_select(0, rows)
+    a = x.abs()
+    if norm == 1:
+        grad.add_(x.sign(), alpha=coef)
+        return coef * a.sum()
+    scaled = x if norm == 2 else x * (a if norm == 3 else a.pow(norm - 2))
+    grad.add_(scaled, alpha=coef * norm)
+    return coef * (scaled * x).sum()
+
+
 def train_step(model: KGEModel, params: KGEParams, batch: Batch, cfg: TrainConfig) -> Tensor:
     """Update the tables from one batch; returns the values of STATS as a tensor."""
     n = len(batch.h)
     chunks = batch.num_chunks
-    ent_rows, ent_inv = torch.unique(torch.cat([batch.h, batch.t, batch.neg.reshape(-1)]), return_inverse=True)
-    rel_rows, rel_inv = torch.unique(batch.r, return_inverse=True)
+    k = n // chunks
+    ent_table = params.tables["entity"]
     names = params.relation_names()
-    ent = params.tables["entity"].index_select(0, ent_rows).requires_grad_()
-    rels = [params.tables[name].index_select(0, rel_rows).requires_grad_() for name in names]
+    h = ent_table.index_select(0, batch.h).requires_grad_()
+    t = ent_table.index_select(0, batch.t).requires_grad_()
+    neg = ent_table.index_select(0, batch.neg.reshape(-1)).view(chunks, -1, ent_table.shape[1]).requires_grad_()
+    rel = tuple(params.tables[name].index_select(0, batch.r).requires_grad_() for name in names)
 
-    emb = ent.index_select(0, ent_inv)
-    h, t, neg = emb[:n], emb[n:2 * n], emb[2 * n:].view(chunks, -1, ent.shape[1])
-    rel = tuple(x.index_select(0, rel_inv) for x in rels)
     pos = model.pair(h, rel, t)
-    by_chunk = tuple(x.view(chunks, n // chunks, -1) for x in rel)
+    by_chunk = tuple(x.view(chunks, k, -1) for x in rel)
     if batch.corrupt_head:
-        neg_scores = model.heads(neg, by_chunk, t.view(chunks, n // chunks, -1))
+        neg_scores = model.heads(neg, by_chunk, t.view(chunks, k, -1))
     else:
-        neg_scores = model.tails(h.view(chunks, n // chunks, -1), by_chunk, neg)
+        neg_scores = model.tails(h.view(chunks, k, -1), by_chunk, neg)
     loss, pos_loss, neg_loss = kge_loss(pos, neg_scores, cfg.neg_adversarial_sampling,
                                         cfg.adversarial_temperature, batch.neg_mask)
-    reg = torch.zeros(())
-    if cfg.regularization_coef > 0 and cfg.regularization_norm > 0:
-        reg = regularization([ent, rels[0]], cfg.regularization_coef, cfg.regularization_norm)
-        loss = loss + reg
     loss.backward()
 
-    sparse_adagrad_(params.tables["entity"], params.states["entity"], ent_rows, ent.grad, cfg.lr)
-    for name, x in zip(names, rels):
-        sparse_adagrad_(params.tables[name], params.states[name], rel_rows, x.grad, cfg.lr)
-    return torch.stack([loss, pos_loss, neg_loss, reg, pos.mean(), neg_scores.mean()]).detach()
+    reg = torch.zeros(())
+    ent_rows, ent_grad = _coalesce([batch.h, batch.t, batch.neg.reshape(-1)], [h.grad, t.grad, neg.grad])
+    rel_rows, rel_inv = torch.unique(batch.r, return_inverse=True)
+    rel_grads = [torch.zeros(len(rel_rows), x.shape[1]).index_add_(0, rel_inv, x.grad) for x in rel]
+    if cfg.regularization_coef > 0 and cfg.regularization_norm > 0:
+        reg = (_add_regularization(ent_table, ent_rows, ent_grad, cfg.regularization_coef, cfg.regularization_norm)
+               + _add_regularization(params.tables["relation"], rel_rows, rel_grads[0], cfg.regularization_coef,
+                                     cfg.regularization_norm))
+    sparse_adagrad_(ent_table, params.states["entity"], ent_rows, ent_grad, cfg.lr)
+    for name, g in zip(names, rel_grads):
+        sparse_adagrad_(params.tables[name], params.states[name], rel_rows, g, cfg.lr)
+    return torch.stack([loss + reg, pos_loss, neg_loss, reg, pos.mean(), neg_scores.mean()]).detach()
 
 
 def _wait(barrier) -> None:
