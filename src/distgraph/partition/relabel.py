@@ -41,7 +41,9 @@ def _grouped(key: np.ndarray, num_parts: int, num_types: int) -> tuple[np.ndarra
 def relabel(g: Graph, parts: np.ndarray, num_parts: int) -> Relabeling:
     """Compute the new node and edge numbering from a partition assignment."""
     nt, et = len(g.ntypes), len(g.canonical_etypes)
-    node_order, node_ranges = _grouped(parts * nt + g.node_type_ids().numpy(), num_parts, nt)
+    node_key = parts * nt + g.node_type_ids().numpy() if nt > 1 else parts
+    node_order, node_ranges = _grouped(node_key, num_parts, nt)
     owner = parts[g.dst.numpy()]
-    edge_order, edge_ranges = _grouped(owner * et + g.edge_type_ids().numpy(), num_parts, et)
+    edge_key = owner * et + g.edge_type_ids().numpy() if et > 1 else owner
+    edge_order, edge_ranges = _grouped(edge_key, num_parts, et)
     return Relabeling(node_order, inverse_permutation(node_order), edge_order, node_ranges, edge_ranges)

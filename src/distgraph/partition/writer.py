@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -60,38 +61,48 @@ def _ranges_to_ids(indptr: np.ndarray, nodes: np.ndarray) -> np.ndarray:
 class _PartWriter:
     """Builds and writes one partition's arrays from the relabelled graph."""
 
-    def __init__(self, g: Graph, rl: Relabeling, new_src: np.ndarray, new_dst: np.ndarray, out: Path, halo_hops: int):
-        self.g, self.rl, self.new_src, self.new_dst, self.out, self.halo_hops = g, rl, new_src, new_dst, out, halo_hops
-        self._dst_csc = None
+    def __init__(self, g: Graph, rl: Relabeling, out: Path, halo_hops: int):
+        self.g, self.rl, self.out, self.halo_hops = g, rl, out, halo_hops
+        self._all_edges: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._lock = threading.Lock()
 
-    def _in_edges_of(self, nodes: np.ndarray) -> np.ndarray:
-        """New edge ids of all in-edges of `nodes` (new ids), via a CSC built once on demand."""
-        if self._dst_csc is None:
-            order = np.argsort(self.new_dst, kind="stable")
-            self._dst_csc = (offsets(np.bincount(self.new_dst, minlength=self.g.num_nodes())), order)
-        indptr, order = self._dst_csc
-        return order[_ranges_to_ids(indptr, nodes)]
+    def endpoints(self, new_eids: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(src, dst) in new node ids of the edges with these new edge ids."""
+        old = self.rl.edge_new2old[new_eids]
+        return self.rl.node_old2new[self.g.src.numpy()[old]], self.rl.node_old2new[self.g.dst.numpy()[old]]
+
+    def _in_edges_of(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(new edge ids, new source ids) of all in-edges of `nodes`, via a CSC of the
+        relabelled graph built once on demand (only for halo_hops > 1)."""
+        with self._lock:
+            if self._all_edges is None:
+                new_src, new_dst = self.endpoints(slice(None))
+                order = np.argsort(new_dst, kind="stable")
+                self._all_edges = (offsets(np.bincount(new_dst, minlength=self.g.num_nodes())), order, new_src, new_dst)
+        indptr, order, new_src, _ = self._all_edges
+        e = order[_ranges_to_ids(indptr, nodes)]
+        return e, new_src[e]
 
     def write(self, p: int, node_names: dict, edge_names: dict) -> dict:
         lo, hi = self.rl.part_nodes(p)
         elo, ehi = self.rl.part_edges(p)
         eids = np.arange(elo, ehi, dtype=np.int64)
-        src, dst = self.new_src[elo:ehi], self.new_dst[elo:ehi]
+        src, dst = self.endpoints(slice(elo, ehi))
         halo = unique_sorted(src[(src < lo) | (src >= hi)])
         if self.halo_hops > 1:
             known = halo
             frontier = halo
             extra = []
             for _ in range(self.halo_hops - 1):
-                e = self._in_edges_of(frontier)
+                e, e_src = self._in_edges_of(frontier)
                 extra.append(e)
-                s = unique_sorted(self.new_src[e])
+                s = unique_sorted(e_src)
                 s = s[(s < lo) | (s >= hi)]
                 frontier = np.setdiff1d(s, known, assume_unique=True)
                 known = np.union1d(known, frontier)
             halo = known
             eids = np.concatenate([eids, *extra])
-            src, dst = self.new_src[eids], self.new_dst[eids]
+            src, dst = self.endpoints(eids)
         global_nid = np.concatenate([np.arange(lo, hi, dtype=np.int64), halo])
         n_inner = hi - lo
 
@@ -187,13 +198,11 @@ def partition_graph(
     bar.update()
     bar.set_postfix_str("relabel")
     rl = relabel(g, parts, num_parts)
-    new_src = rl.node_old2new[g.src.numpy()[rl.edge_new2old]]
-    new_dst = rl.node_old2new[g.dst.numpy()[rl.edge_new2old]]
     bar.update()
 
     node_names, node_meta = _data_meta(g._ndata)
     edge_names, edge_meta = _data_meta({etype_key(c): d for c, d in g._edata.items()})
-    writer = _PartWriter(g, rl, new_src, new_dst, out, halo_hops)
+    writer = _PartWriter(g, rl, out, halo_hops)
     bar.set_postfix_str("write parts")
     # Writing is gathers, sorts and file writes, which release the GIL: two threads use both cores.
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -1,0 +1,6 @@
+"""Neighbour sampling: the vectorised CSC kernel and the samplers built on it."""
+
+from .kernel import sample_csc
+from .local import SampledEdges, sample_graph, sample_partition
+
+__all__ = ["sample_csc", "SampledEdges", "sample_graph", "sample_partition"]
