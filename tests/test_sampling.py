@@ -1,0 +1,148 @@
+"""Neighbour sampling: validity, no repeats without replacement, uniformity, weights, blocks."""
+
+import pytest
+import torch
+
+from distgraph.dataloading import MultiLayerNeighborSampler, to_block
+from distgraph.errors import InputError
+from distgraph.graph import Graph
+from distgraph.nn import SAGEConv
+from distgraph.partition import load_partition, partition_graph
+from distgraph.sampling import sample_csc, sample_graph, sample_partition
+
+
+def chi_square(counts: torch.Tensor, expected: torch.Tensor) -> float:
+    return float(((counts.double() - expected) ** 2 / expected).sum())
+
+
+# 99.9th percentile of chi-square with 19 degrees of freedom is 43.8
+CHI2_19_999 = 43.8
+
+
+@pytest.fixture(scope="module")
+def star():
+    """Node 0 has 20 in-edges (from 1..20); node 21 has 3."""
+    src = torch.cat([torch.arange(1, 21), torch.tensor([1, 2, 3])])
+    dst = torch.cat([torch.zeros(20, dtype=torch.int64), torch.full((3,), 21)])
+    return Graph(src, dst, 22)
+
+
+def test_sampled_edges_exist_and_never_repeat(sbm):
+    gen = torch.Generator().manual_seed(0)
+    seeds = torch.randperm(sbm.num_nodes(), generator=gen)[:500]
+    e = sample_graph(sbm, seeds, 5, generator=gen)
+    assert torch.equal(sbm.src[e.eids], e.src) and torch.equal(sbm.dst[e.eids], e.dst)
+    assert torch.isin(e.dst, seeds).all()
+    key = e.dst * sbm.num_edges() + e.eids
+    assert key.unique().numel() == key.numel()  # no edge twice for a seed
+    per_seed = torch.bincount(e.dst, minlength=sbm.num_nodes())[seeds]
+    assert torch.equal(per_seed, torch.clamp(sbm.in_degrees()[seeds], max=5))
+
+
+def test_fanout_minus_one_takes_every_in_edge(sbm):
+    seeds = torch.arange(0, 300)
+    e = sample_graph(sbm, seeds, -1)
+    expected = torch.nonzero(torch.isin(sbm.dst, seeds)).flatten()
+    assert torch.equal(e.eids.sort().values, expected)
+
+
+def test_uniform_without_replacement(star):
+    gen = torch.Generator().manual_seed(1)
+    e = sample_graph(star, torch.zeros(20000, dtype=torch.int64), 5, generator=gen)
+    counts = torch.bincount(e.src, minlength=21)[1:]
+    assert counts.sum() == 100000
+    assert chi_square(counts, torch.full((20,), 5000.0)) < CHI2_19_999
+    small = sample_graph(star, torch.tensor([21]), 5)  # fewer edges than the fanout: all of them
+    assert sorted(small.src.tolist()) == [1, 2, 3]
+
+
+def test_uniform_with_replacement(star):
+    gen = torch.Generator().manual_seed(2)
+    e = sample_graph(star, torch.zeros(10000, dtype=torch.int64), 10, replace=True, generator=gen)
+    counts = torch.bincount(e.src, minlength=21)[1:]
+    assert counts.sum() == 100000
+    assert chi_square(counts, torch.full((20,), 5000.0)) < CHI2_19_999
+    assert sample_graph(star, torch.tensor([21]), 5, replace=True).src.numel() == 5
+
+
+def test_edge_probabilities(star):
+    gen = torch.Generator().manual_seed(3)
+    prob = torch.ones(star.num_edges())
+    prob[:20] = torch.arange(20, dtype=torch.float32)  # edge from node 1 has weight 0
+    e = sample_graph(star, torch.zeros(40000, dtype=torch.int64), 1, prob=prob, generator=gen)
+    counts = torch.bincount(e.src, minlength=21)[1:]
+    assert counts[0] == 0
+    expected = 40000 * prob[1:20].double() / prob[:20].sum()
+    assert chi_square(counts[1:], expected) < 42.3  # 99.9th pct, 18 dof
+    rep = sample_graph(star, torch.zeros(4000, dtype=torch.int64), 10, replace=True, prob=prob, generator=gen)
+    counts = torch.bincount(rep.src, minlength=21)[1:]
+    assert counts[0] == 0 and chi_square(counts[1:], 40000 * prob[1:20].double() / prob[:20].sum()) < 42.3
+    many = sample_graph(star, torch.zeros(100, dtype=torch.int64), 25, prob=prob, generator=gen)
+    assert int(torch.bincount(many.dst)[0]) == 100 * 19  # zero-weight edge never taken
+
+
+def test_partition_sampling_matches_the_graph(tmp_path, sbm):
+    orig, orig_e = partition_graph(sbm, "g", 2, tmp_path, return_mapping=True)
+    part = load_partition(tmp_path / "g.json", 1)
+    lo, hi = part.book.node_range(1)
+    e = sample_partition(part, torch.arange(lo, hi), -1)
+    assert e.eids.numel() == part.num_inner_edges
+    # back in original ids, each sampled edge is a real edge of the graph
+    assert torch.equal(sbm.src[orig_e[e.eids]], orig[e.src]) and torch.equal(sbm.dst[orig_e[e.eids]], orig[e.dst])
+    with pytest.raises(InputError, match="partition 1 owns nodes"):
+        sample_partition(part, torch.tensor([lo - 1]), 3)
+
+
+def test_blocks_put_destinations_first_and_index_real_edges(sbm):
+    sampler = MultiLayerNeighborSampler([4, 3])
+    seeds = torch.tensor([5, 17, 99, 5000 % sbm.num_nodes()])
+    inputs, outputs, blocks = sampler.sample_blocks(lambda s, f: sample_graph(sbm, s, f), seeds)
+    assert torch.equal(outputs, seeds) and len(blocks) == 2
+    assert torch.equal(blocks[1].dst_nodes, seeds) and torch.equal(blocks[0].dst_nodes, blocks[1].src_nodes)
+    assert torch.equal(inputs, blocks[0].src_nodes)
+    for b in blocks:
+        assert torch.equal(b.src_nodes[: b.num_dst_nodes], b.dst_nodes)
+        assert b.src_nodes.unique().numel() == b.num_src_nodes
+        src, dst = b.src_nodes[b.edge_index[0]], b.dst_nodes[b.edge_index[1]]
+        assert torch.equal(sbm.src[b.eids], src) and torch.equal(sbm.dst[b.eids], dst)
+    assert int(blocks[1].in_degrees().max()) <= 3
+
+
+def test_to_block_with_duplicate_sources():
+    b = to_block(torch.tensor([7, 3]), torch.tensor([3, 9, 9, 1]), torch.tensor([0, 0, 1, 1]), torch.arange(4))
+    assert b.src_nodes.tolist() == [7, 3, 1, 9]
+    assert b.edge_index.tolist() == [[1, 3, 3, 2], [0, 0, 1, 1]]
+
+
+def test_sage_conv_mean_aggregation():
+    b = to_block(torch.tensor([0, 1]), torch.tensor([2, 3, 2]), torch.tensor([0, 0, 1]), torch.arange(3))
+    conv = SAGEConv(2, 2, bias=False)
+    with torch.no_grad():
+        conv.fc_self.weight.copy_(torch.eye(2))
+        conv.fc_neigh.weight.copy_(2 * torch.eye(2))
+    h = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0], [4.0, 0.0]])  # rows: 0, 1, 2, 3
+    out = conv(b, h)
+    # node 0: self (1,0) + 2*mean((2,2),(4,0)) = (1,0)+(6,2); node 1: (0,1) + 2*(2,2)
+    assert out.tolist() == [[7.0, 2.0], [4.0, 5.0]]
+
+
+def test_torch_geometric_sage_conv_consumes_the_same_block():
+    pyg = pytest.importorskip("torch_geometric.nn")
+    b = to_block(torch.tensor([0, 1]), torch.tensor([2, 3, 2]), torch.tensor([0, 0, 1]), torch.arange(3))
+    h = torch.randn(4, 3)
+    conv = pyg.SAGEConv(3, 2)
+    out = conv((h, h[: b.num_dst_nodes]), b.edge_index, size=b.size())
+    ours = SAGEConv(3, 2)
+    with torch.no_grad():
+        ours.fc_neigh.weight.copy_(conv.lin_l.weight)
+        ours.bias.copy_(conv.lin_l.bias)
+        ours.fc_self.weight.copy_(conv.lin_r.weight)
+    assert torch.allclose(out, ours(b, h), atol=1e-6)
+
+
+def test_kernel_on_empty_and_isolated_seeds():
+    indptr = torch.tensor([0, 0, 2])
+    seg, slots = sample_csc(indptr, torch.tensor([0, 0]), 3)
+    assert seg.numel() == 0 and slots.numel() == 0
+    seg, slots = sample_csc(indptr, torch.tensor([0, 1]), 1, replace=True)
+    assert seg.tolist() == [1] and slots.item() in (0, 1)
