@@ -15,6 +15,6 @@ from torch import Tensor
 @torch.no_grad()
 def sparse_adagrad_(table: Tensor, state: Tensor, rows: Tensor, grad: Tensor, lr: float) -> None:
     """Apply one Adagrad step to `table[rows]` given their gradients; `rows` must be distinct."""
-    state.index_add_(0, rows, grad.square().mean(1))
+    state.index_add_(0, rows, torch.linalg.vector_norm(grad, dim=1).square_().div_(grad.shape[1]))
     std = state.index_select(0, rows).sqrt_().add_(1e-10)
     table.index_add_(0, rows, grad * (-lr / std).unsqueeze(1))
