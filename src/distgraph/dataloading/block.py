@@ -11,8 +11,6 @@ from dataclasses import dataclass
 
 import torch
 
-from ..arrays import unique_sorted
-
 
 @dataclass
 class Block:
@@ -48,14 +46,14 @@ class Block:
 def to_block(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.Tensor, eids: torch.Tensor) -> Block:
     """Build a block from sampled edges: `src` global source ids, `dst_row` the row of each
     edge's destination in `dst_nodes`. Sources that are not destinations are appended
-    after the destinations, in increasing id order."""
+    after the destinations, in increasing id order. One sort (`torch.unique`) relabels all."""
     dst_nodes = dst_nodes.to(torch.int64)
-    order = torch.argsort(dst_nodes)
-    sorted_dst = dst_nodes[order]
-    pos = torch.searchsorted(sorted_dst, src).clamp(max=max(sorted_dst.numel() - 1, 0))
-    is_dst = (sorted_dst[pos] == src) if sorted_dst.numel() else torch.zeros_like(src, dtype=torch.bool)
-    extra = torch.from_numpy(unique_sorted(src[~is_dst].numpy()))
-    src_row = torch.empty_like(src)
-    src_row[is_dst] = order[pos[is_dst]]
-    src_row[~is_dst] = dst_nodes.numel() + torch.searchsorted(extra, src[~is_dst])
-    return Block(torch.cat([dst_nodes, extra]), dst_nodes, torch.stack([src_row, dst_row.to(torch.int64)]), eids)
+    nd = dst_nodes.numel()
+    uniq, inverse = torch.unique(torch.cat([dst_nodes, src]), return_inverse=True)
+    local = torch.full((uniq.numel(),), -1, dtype=torch.int64)
+    local[inverse[:nd]] = torch.arange(nd)
+    extra = local < 0
+    local[extra] = nd + torch.arange(int(extra.sum()))
+    src_nodes = torch.empty_like(uniq)
+    src_nodes[local] = uniq
+    return Block(src_nodes, dst_nodes, torch.stack([local[inverse[nd:]], dst_row.to(torch.int64)]), eids)
