@@ -146,3 +146,36 @@ def test_kernel_on_empty_and_isolated_seeds():
     assert seg.numel() == 0 and slots.numel() == 0
     seg, slots = sample_csc(indptr, torch.tensor([0, 1]), 1, replace=True)
     assert seg.tolist() == [1] and slots.item() in (0, 1)
+
+
+@pytest.mark.parametrize("force_even", [True, False])
+def test_node_split_shares_are_disjoint_cover_the_set_and_stay_local(tmp_path, sbm, force_even):
+    from distgraph.dataloading.split import node_split
+    from distgraph.partition import load_partition_book, split_categories
+
+    orig, _ = partition_graph(sbm, "g", 2, tmp_path, balance_ntypes=split_categories(sbm), return_mapping=True)
+    book = load_partition_book(tmp_path / "g.json")
+    mask = sbm.ndata["train_mask"][orig]  # mask in new ids
+    shares = [node_split(mask, book, rank=r, world_size=4, force_even=force_even) for r in range(4)]
+    allids = torch.cat(shares)
+    assert torch.equal(allids.sort().values, torch.nonzero(mask).flatten())
+    sizes = [s.numel() for s in shares]
+    if force_even:
+        assert max(sizes) - min(sizes) <= 1
+    for r, s in enumerate(shares):
+        local = (book.nid2partid(s) == r // 2).float().mean()
+        assert local > (0.95 if force_even else 0.999)  # taken from the trainer's own machine first
+
+
+def test_edge_split_and_bad_masks(tmp_path, sbm):
+    from distgraph.dataloading.split import edge_split, node_split
+    from distgraph.partition import load_partition_book
+
+    partition_graph(sbm, "g", 2, tmp_path)
+    book = load_partition_book(tmp_path / "g.json")
+    shares = [edge_split(torch.arange(0, sbm.num_edges(), 3), book, rank=r, world_size=2) for r in range(2)]
+    assert torch.equal(torch.cat(shares), torch.arange(0, sbm.num_edges(), 3))
+    with pytest.raises(InputError, match="mask has 5 entries"):
+        node_split(torch.ones(5, dtype=torch.bool), book, rank=0, world_size=2)
+    with pytest.raises(InputError, match="3 trainers cannot be spread evenly over 2 machines"):
+        node_split(torch.arange(10), book, rank=0, world_size=3)
