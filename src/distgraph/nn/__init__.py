@@ -1,5 +1,6 @@
-"""Graph neural network layers that consume `Block`s."""
+"""Graph neural network layers and models that consume `Block`s."""
 
+from .graphsage import GraphSAGE
 from .sage import SAGEConv
 
-__all__ = ["SAGEConv"]
+__all__ = ["SAGEConv", "GraphSAGE"]
