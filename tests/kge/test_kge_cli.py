@@ -1,0 +1,85 @@
+"""`distgraph kge train|eval` flags: every dglke_train flag parses, defaults are DGL-KE's, errors are clear."""
+
+import argparse
+
+import pytest
+
+from distgraph.cli import kge as cli
+from distgraph.cli import main as cli_main
+from distgraph.errors import InputError
+from distgraph.kge import EvalConfig, TrainConfig
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="distgraph")
+    cli.register(p.add_subparsers(dest="command", required=True))
+    return p
+
+
+def test_every_train_flag_parses():
+    argv = ["kge", "train", "--model_name", "RotatE", "--dataset", "mykg", "--data_path", "/d",
+            "--format", "raw_udd_htr", "--data_files", "tr.tsv", "va.tsv", "te.tsv", "--delimiter", "\\t",
+            "--hidden_dim", "64", "--gamma", "9.5", "--lr", "0.2", "--batch_size", "512",
+            "--neg_sample_size", "64", "--neg_deg_sample", "--neg_adversarial_sampling",
+            "--adversarial_temperature", "0.5", "--regularization_coef", "1e-7", "--regularization_norm", "2",
+            "--double_ent", "--double_rel", "--max_step", "123", "--log_interval", "7", "--valid", "--test",
+            "--eval_interval", "50", "--batch_size_eval", "32", "--num_proc", "3", "--num_thread", "2",
+            "--save_path", "/s", "--no_save_emb", "--seed", "9"]
+    args = _parser().parse_args(argv)
+    assert args.func is cli.train_command
+    assert cli.train_config(args) == TrainConfig(
+        model_name="RotatE", dataset="mykg", data_path="/d", format="raw_udd_htr",
+        data_files=["tr.tsv", "va.tsv", "te.tsv"], delimiter="\t", save_path="/s", no_save_emb=True, max_step=123,
+        batch_size=512, batch_size_eval=32, neg_sample_size=64, neg_deg_sample=True, log_interval=7,
+        eval_interval=50, valid=True, test=True, num_proc=3, num_thread=2, hidden_dim=64, lr=0.2, gamma=9.5,
+        double_ent=True, double_rel=True, neg_adversarial_sampling=True, adversarial_temperature=0.5,
+        regularization_coef=1e-7, regularization_norm=2, seed=9)
+
+
+def test_dglke_short_flags():
+    args = _parser().parse_args(["kge", "train", "-adv", "-a", "2", "-g", "3", "-de", "-dr", "-rc", "1e-9",
+                                 "-rn", "1", "-log", "5"])
+    cfg = cli.train_config(args)
+    assert (cfg.neg_adversarial_sampling, cfg.adversarial_temperature, cfg.gamma) == (True, 2.0, 3.0)
+    assert (cfg.double_ent, cfg.double_rel, cfg.regularization_coef) == (True, True, 1e-9)
+    assert (cfg.regularization_norm, cfg.log_interval) == (1, 5)
+
+
+def test_defaults_are_dglke_defaults():
+    cfg = cli.train_config(_parser().parse_args(["kge", "train"]))
+    assert cfg == TrainConfig()
+    assert (cfg.model_name, cfg.dataset, cfg.data_path, cfg.format) == ("TransE", "FB15k", "data", "built_in")
+    assert (cfg.hidden_dim, cfg.gamma, cfg.lr, cfg.batch_size, cfg.neg_sample_size) == (400, 12.0, 0.01, 1024, 256)
+    assert (cfg.max_step, cfg.log_interval, cfg.eval_interval, cfg.batch_size_eval) == (80000, 1000, 10000, 8)
+    assert (cfg.regularization_coef, cfg.regularization_norm, cfg.adversarial_temperature) == (2e-6, 3, 1.0)
+    assert (cfg.save_path, cfg.num_proc, cfg.num_thread, cfg.delimiter) == ("ckpts", 1, 1, "\t")
+
+
+def test_eval_flags():
+    args = _parser().parse_args(["kge", "eval", "--model_path", "m", "--data_path", "d", "--dataset", "x",
+                                 "--format", "udd_hrt", "--data_files", "e", "r", "t", "--delimiter", "comma",
+                                 "--batch_size_eval", "4", "--num_proc", "2", "--num_thread", "3"])
+    assert args.func is cli.eval_command
+    assert cli.eval_config(args) == EvalConfig("m", "d", "x", "udd_hrt", ["e", "r", "t"], ",", 4, 2, 3)
+    assert cli.eval_config(_parser().parse_args(["kge", "eval", "--model_path", "m"])) == EvalConfig("m")
+
+
+def test_unknown_model_is_rejected_by_the_parser(capsys):
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["kge", "train", "--model_name", "TransQ"])
+    assert "invalid choice: 'TransQ'" in capsys.readouterr().err
+
+
+def test_missing_data_is_an_input_error_naming_the_folder(tmp_path):
+    args = _parser().parse_args(["kge", "train", "--dataset", "wn18rr", "--data_path", str(tmp_path)])
+    with pytest.raises(InputError, match=f"{tmp_path / 'wn18rr'}"):
+        args.func(args)
+
+
+def test_main_prints_input_errors_without_traceback(tmp_path, capsys):
+    if "kge" not in cli_main.SUBCOMMANDS:
+        pytest.skip("distgraph.cli.main does not register the kge sub-command yet")
+    code = cli_main.main(["kge", "train", "--format", "raw_udd_hrt", "--data_path", str(tmp_path),
+                          "--data_files", "missing.txt", "--dataset", "x"])
+    err = capsys.readouterr().err
+    assert code == 2 and "missing.txt does not exist" in err and "Traceback" not in err
