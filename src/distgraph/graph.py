@@ -245,6 +245,13 @@ class Graph:
             self._csr = _compress(self.src, self.dst, self._num_nodes)
         return self._csr
 
+    def find_edges(self, eids) -> tuple[torch.Tensor, torch.Tensor]:
+        """(src, dst) of the given edge ids."""
+        eids = as_id_tensor(eids, "edge ids")
+        if eids.numel() and (int(eids.min()) < 0 or int(eids.max()) >= self.num_edges()):
+            raise InputError(f"edge ids must lie in [0, {self.num_edges()})")
+        return self.src[eids], self.dst[eids]
+
     def in_degrees(self) -> torch.Tensor:
         return torch.bincount(self.dst, minlength=self._num_nodes)
 

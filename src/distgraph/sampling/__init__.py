@@ -2,5 +2,6 @@
 
 from .kernel import sample_csc
 from .local import SampledEdges, sample_graph, sample_partition
+from .neighbor import sample_neighbors
 
-__all__ = ["sample_csc", "SampledEdges", "sample_graph", "sample_partition"]
+__all__ = ["sample_csc", "SampledEdges", "sample_graph", "sample_partition", "sample_neighbors"]

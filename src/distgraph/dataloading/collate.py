@@ -1,0 +1,82 @@
+"""Turning a batch of seed nodes or seed edges into a mini-batch (the work a sampler worker does)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..sampling import SampledEdges, sample_neighbors
+from .block import Block
+from .neighbor_sampler import MultiLayerNeighborSampler
+
+
+@dataclass
+class PairGraph:
+    """Node pairs scored by a link-prediction model: `edge_index` rows index the output nodes
+    (`blocks[-1].dst_nodes`); `eids` are the positive edges' global ids (empty for negatives)."""
+
+    edge_index: torch.Tensor
+    eids: torch.Tensor
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edge_index.shape[1])
+
+
+class NodeCollator:
+    """Seed nodes -> (input_nodes, output_nodes, blocks)."""
+
+    def __init__(self, g, sampler: MultiLayerNeighborSampler):
+        self.g, self.sampler = g, sampler
+
+    def _hop(self, seeds: torch.Tensor, fanout: int) -> SampledEdges:
+        return sample_neighbors(self.g, seeds, fanout, replace=self.sampler.replace, prob=self.sampler.prob)
+
+    def collate(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[Block]]:
+        return self.sampler.sample_blocks(self._hop, seeds)
+
+
+class EdgeCollator(NodeCollator):
+    """Seed edges -> (input_nodes, positive pairs, negative pairs, blocks).
+
+    Negatives: `num_negs` per positive edge (u, v), as (u, v') with v' uniform over all
+    nodes. With `exclude="reverse"` the seed edges and their reverses (same endpoints,
+    either direction) are removed from the sampled neighbourhoods, so the model cannot
+    read the answer off the message-flow graph; `exclude="self"` removes the seed edges only.
+    """
+
+    def __init__(self, g, sampler: MultiLayerNeighborSampler, num_negs: int = 1, exclude: str | None = "reverse",
+                 generator: torch.Generator | None = None):
+        super().__init__(g, sampler)
+        if exclude not in (None, "self", "reverse"):
+            raise ValueError(f"exclude must be None, 'self' or 'reverse', got {exclude!r}")
+        self.num_negs, self.exclude, self.generator = num_negs, exclude, generator
+        self._excluded: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _hop(self, seeds: torch.Tensor, fanout: int) -> SampledEdges:
+        e = super()._hop(seeds, fanout)
+        if self._excluded is None:
+            return e
+        eids, pairs = self._excluded
+        drop = torch.isin(e.eids, eids)
+        if pairs.numel():
+            drop |= torch.isin(e.src * self.g.num_nodes() + e.dst, pairs)
+        return SampledEdges(e.src[~drop], e.dst[~drop], e.eids[~drop])
+
+    def collate(self, eids: torch.Tensor):
+        src, dst = self.g.find_edges(eids)
+        n = self.g.num_nodes()
+        neg_src = src.repeat_interleave(self.num_negs)
+        neg_dst = torch.randint(0, n, (neg_src.numel(),), generator=self.generator)
+        if self.exclude is not None:
+            pairs = torch.cat([src * n + dst, dst * n + src]) if self.exclude == "reverse" else torch.empty(0, dtype=torch.int64)
+            self._excluded = (eids, pairs)
+        try:
+            seeds = torch.unique(torch.cat([src, dst, neg_dst]))
+            input_nodes, output_nodes, blocks = self.sampler.sample_blocks(self._hop, seeds)
+        finally:
+            self._excluded = None
+        row = torch.searchsorted(output_nodes, torch.stack([torch.cat([src, neg_src]), torch.cat([dst, neg_dst])]))
+        m = src.numel()
+        return input_nodes, PairGraph(row[:, :m], eids), PairGraph(row[:, m:], eids.new_empty(0)), blocks

@@ -1,0 +1,54 @@
+"""`DistNodeDataLoader` / `DistEdgeDataLoader`: iterate mini-batches over seed nodes or edges."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+
+from ..graph import as_id_tensor
+from .collate import EdgeCollator, NodeCollator
+from .neighbor_sampler import MultiLayerNeighborSampler
+
+
+class _SeedLoader:
+    """Batches of seeds (shuffled each epoch if asked), each collated into a mini-batch."""
+
+    def __init__(self, collator, seeds, batch_size: int, shuffle: bool, drop_last: bool,
+                 generator: torch.Generator | None):
+        self.collator = collator
+        self.seeds = as_id_tensor(seeds, "seeds")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size, self.shuffle, self.drop_last, self.generator = batch_size, shuffle, drop_last, generator
+
+    def __len__(self) -> int:
+        n = self.seeds.numel()
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self) -> Iterator:
+        order = self.seeds[torch.randperm(self.seeds.numel(), generator=self.generator)] if self.shuffle else self.seeds
+        for i in range(len(self)):
+            yield self.collator.collate(order[i * self.batch_size:(i + 1) * self.batch_size])
+
+
+class DistNodeDataLoader(_SeedLoader):
+    """Yields (input_nodes, output_nodes, blocks) for node classification."""
+
+    def __init__(self, g, nids, graph_sampler: MultiLayerNeighborSampler, batch_size: int = 1, shuffle: bool = False,
+                 drop_last: bool = False, generator: torch.Generator | None = None):
+        super().__init__(NodeCollator(g, graph_sampler), nids, batch_size, shuffle, drop_last, generator)
+
+
+class DistEdgeDataLoader(_SeedLoader):
+    """Yields (input_nodes, pos_pairs, neg_pairs, blocks) for link prediction."""
+
+    def __init__(self, g, eids, graph_sampler: MultiLayerNeighborSampler, batch_size: int = 1, shuffle: bool = False,
+                 drop_last: bool = False, num_negs: int = 1, exclude: str | None = "reverse",
+                 generator: torch.Generator | None = None):
+        collator = EdgeCollator(g, graph_sampler, num_negs, exclude, generator)
+        super().__init__(collator, eids, batch_size, shuffle, drop_last, generator)
+
+
+NodeDataLoader = DistNodeDataLoader
+EdgeDataLoader = DistEdgeDataLoader
