@@ -1,0 +1,43 @@
+"""`distgraph launch`: run a training script on every machine of ip_config (DGL launch.py's flags)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..launch import LaunchOptions, launch
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "launch", help="start servers and trainers on every machine",
+        description="Start NUM_SERVERS servers and NUM_TRAINERS trainers per machine of IP_CONFIG (locally for "
+                    "this host's addresses, over ssh otherwise), prefix their output with [machine/role/rank], "
+                    "and stop everything when one fails. See docs/launch.md.")
+    p.add_argument("--workspace", required=True, help="directory every process runs in; relative config paths "
+                                                      "are resolved in it")
+    p.add_argument("--num_trainers", type=int, required=True, help="trainer processes per machine")
+    p.add_argument("--num_servers", type=int, default=1, help="server processes per machine (an ip_config "
+                                                              "NUM_SERVERS column overrides it)")
+    p.add_argument("--num_samplers", type=int, default=0, help="sampler processes per trainer")
+    p.add_argument("--part_config", required=True, help="partition config .json (in the workspace)")
+    p.add_argument("--ip_config", required=True, help="one `IP [PORT [NUM_SERVERS]]` line per machine")
+    p.add_argument("--num_server_threads", type=int, default=1, help="OMP threads per server")
+    p.add_argument("--num_omp_threads", type=int, default=None,
+                   help="OMP threads per trainer (default: CPUs / 2 / num_trainers)")
+    p.add_argument("--ssh_port", type=int, default=22)
+    p.add_argument("--ssh_username", default="", help="user for ssh to remote machines")
+    p.add_argument("--extra_envs", nargs="+", default=[], metavar="NAME=VALUE",
+                   help="extra environment variables for every process")
+    p.add_argument("--master_port", type=int, default=None,
+                   help="torch.distributed port on machine 0 (default: a free port when it is this host, else 29500)")
+    p.add_argument("command", nargs=argparse.REMAINDER, help='the training command, e.g. "python3 train.py"')
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    command = " ".join(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    return launch(LaunchOptions(
+        workspace=args.workspace, command=command, part_config=args.part_config, ip_config=args.ip_config,
+        num_trainers=args.num_trainers, num_servers=args.num_servers, num_samplers=args.num_samplers,
+        num_server_threads=args.num_server_threads, num_omp_threads=args.num_omp_threads, ssh_port=args.ssh_port,
+        ssh_username=args.ssh_username, extra_envs=args.extra_envs, master_port=args.master_port))

@@ -1,0 +1,69 @@
+"""`DistEmbedding`: a distributed embedding table trained with sparse optimisers.
+
+Calling it returns the rows of the given ids as a leaf tensor that requires grad and
+remembers them; after `backward()`, `distgraph.optim.SparseAdagrad`/`SparseAdam` sum the
+gradients of repeated ids and send one gradient per row to the servers that own it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from ..graph import as_id_tensor
+from .dist_tensor import DistTensor
+from .initializers import Initializer
+from .policy import PartitionPolicy
+
+
+class DistEmbedding:
+    """`num_embeddings` x `embedding_dim` float32 rows, partitioned like `part_policy`."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, name: str | None = None,
+                 init_func: Initializer | Callable | None = None, part_policy: PartitionPolicy | str | None = None):
+        self._tensor = DistTensor((num_embeddings, embedding_dim), torch.float32, name, init_func, part_policy,
+                                  persistent=True)
+        self._trace: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def __call__(self, idx, device: torch.device | str = "cpu") -> torch.Tensor:
+        ids = as_id_tensor(idx, f"ids of DistEmbedding {self.name!r}")
+        rows = self._tensor[ids].to(device)
+        if torch.is_grad_enabled():
+            rows.requires_grad_(True)
+            self._trace.append((ids, rows))
+        return rows
+
+    def reset_trace(self) -> None:
+        """Forget the rows handed out since the last optimiser step."""
+        self._trace = []
+
+    def gradients(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(ids, gradient rows) of every traced lookup that received a gradient, concatenated."""
+        pairs = [(ids, rows.grad) for ids, rows in self._trace if rows.grad is not None]
+        if not pairs:
+            return None
+        return torch.cat([p[0] for p in pairs]), torch.cat([p[1].to("cpu", torch.float32) for p in pairs])
+
+    @property
+    def name(self) -> str:
+        return self._tensor.name
+
+    @property
+    def num_embeddings(self) -> int:
+        return self._tensor.shape[0]
+
+    @property
+    def embedding_dim(self) -> int:
+        return self._tensor.shape[1]
+
+    @property
+    def weight(self) -> DistTensor:
+        return self._tensor
+
+    @property
+    def part_policy(self) -> PartitionPolicy:
+        return self._tensor.part_policy
+
+    def __repr__(self) -> str:
+        return f"DistEmbedding({self.num_embeddings}, {self.embedding_dim}, name={self.name!r})"

@@ -1,0 +1,115 @@
+"""`DistTensor`: a tensor partitioned over the machines, indexed like a local one."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from ..graph import as_id_tensor
+from ..partition import RangePartitionBook
+from .initializers import Initializer
+from .policy import PartitionPolicy, edge_policy_str, node_policy_str
+from .runtime import Context, get_context
+
+_ANONYMOUS = itertools.count()
+
+
+def _book(ctx: Context, name: str) -> RangePartitionBook:
+    if ctx.book is None:
+        raise InputError(f"DistTensor {name!r} needs a partition: pass part_config to distgraph.initialize()")
+    return ctx.book
+
+
+def _default_policy(ctx: Context, shape: tuple[int, ...], name: str) -> PartitionPolicy:
+    """DGL's rule: the node or edge type whose count equals the number of rows, if unique."""
+    book = _book(ctx, name)
+    candidates = [node_policy_str(t) for t in book.ntypes if book.num_nodes(t) == shape[0]]
+    candidates += [edge_policy_str(c) for c in book.canonical_etypes if book.num_edges(c) == shape[0]]
+    if len(candidates) != 1:
+        reason = f"matches {candidates}" if candidates else "matches no node or edge type"
+        raise InputError(f"DistTensor {name!r} with {shape[0]} rows {reason}; pass part_policy explicitly")
+    return PartitionPolicy(candidates[0], book)
+
+
+def _ids(idx, num_rows: int) -> torch.Tensor:
+    if isinstance(idx, slice):
+        return torch.arange(*idx.indices(num_rows))
+    return as_id_tensor(idx, "DistTensor ids")
+
+
+class DistTensor:
+    """Rows live on the machines that own them (by `part_policy`); `t[ids]` and `t[ids] = v`
+    read and write them wherever they are, rows of this machine straight from shared memory.
+
+    Creating a DistTensor with an existing name attaches to it (shape and dtype must match).
+    A non-persistent tensor is deleted when the handle that created it is garbage collected."""
+
+    def __init__(self, shape, dtype: torch.dtype, name: str | None = None,
+                 init_func: Initializer | Callable | None = None, part_policy: PartitionPolicy | str | None = None,
+                 persistent: bool = False):
+        ctx = get_context()
+        shape = tuple(int(s) for s in shape)
+        if not shape or min(shape) < 0:
+            raise InputError(f"DistTensor shape must be non-empty and non-negative, got {list(shape)}")
+        if name is None:
+            name = f"anonymous-{next(_ANONYMOUS)}"
+        if part_policy is None:
+            part_policy = _default_policy(ctx, shape, name)
+        elif isinstance(part_policy, str):
+            part_policy = PartitionPolicy(part_policy, _book(ctx, name))
+        init = init_func.spec() if isinstance(init_func, Initializer) else init_func
+        self._client = ctx.client
+        self._policy = part_policy
+        self._handle, self._owner = ctx.client.create(name, shape, dtype, part_policy.policy_str, init)
+        self._persistent = persistent
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._handle.shape
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._handle.dtype
+
+    @property
+    def name(self) -> str:
+        return self._handle.name
+
+    @property
+    def part_policy(self) -> PartitionPolicy:
+        return self._policy
+
+    @property
+    def local_partition(self) -> torch.Tensor:
+        """This machine's rows (in shared memory: writes are visible to every process)."""
+        return self._handle.local
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, idx) -> torch.Tensor:
+        return self._client.pull(self._handle, _ids(idx, len(self)))
+
+    def __setitem__(self, idx, values) -> None:
+        ids = _ids(idx, len(self))
+        values = torch.as_tensor(np.asarray(values) if not isinstance(values, torch.Tensor) else values)
+        if values.dtype != self.dtype and not torch.can_cast(values.dtype, self.dtype):
+            raise InputError(f"cannot store {values.dtype} values in DistTensor {self.name!r} of dtype {self.dtype}")
+        if tuple(values.shape) == self.shape[1:]:
+            values = values.expand(ids.numel(), *self.shape[1:])
+        self._client.push(self._handle, ids, values)
+
+    def push_rows(self, ids: torch.Tensor, values: torch.Tensor, optimizer: dict | None = None) -> None:
+        """Assign rows, or (with an optimiser spec) send them as gradients to the owners' optimiser."""
+        self._client.push(self._handle, as_id_tensor(ids, "DistTensor ids"), values, optimizer)
+
+    def __repr__(self) -> str:
+        return f"DistTensor(shape={list(self.shape)}, dtype={self.dtype}, name={self.name!r}, policy={self._policy.policy_str!r})"
+
+    def __del__(self):
+        if getattr(self, "_owner", False) and not self._persistent:
+            self._client.schedule_delete(self._handle.name)

@@ -1,0 +1,126 @@
+"""The environment variables through which the launcher gives each process its place.
+
+Every process learns its role and machine id from the launcher (its line in ip_config),
+never by matching local IP addresses, so several machines can share one host. Without
+`DISTGRAPH_ROLE` a script runs standalone.
+
+Samplers (issue 4) are started by their trainer, not by the launcher: a trainer gets
+`DISTGRAPH_NUM_SAMPLERS` and passes `sampler_env(i)` to its i-th sampler process.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..errors import InputError
+
+ROLE = "DISTGRAPH_ROLE"  # server | trainer | sampler
+MACHINE_ID = "DISTGRAPH_MACHINE_ID"  # line of ip_config (0-based) = partition id
+SERVER_ID = "DISTGRAPH_SERVER_ID"  # servers: index among the machine's servers
+NUM_SERVERS = "DISTGRAPH_NUM_SERVERS"  # default servers per machine (an ip_config column overrides it)
+NUM_TRAINERS = "DISTGRAPH_NUM_TRAINERS"  # trainers per machine
+NUM_SAMPLERS = "DISTGRAPH_NUM_SAMPLERS"  # sampler processes per trainer
+SAMPLER_ID = "DISTGRAPH_SAMPLER_ID"  # samplers: index among their trainer's samplers
+IP_CONFIG = "DISTGRAPH_IP_CONFIG"
+PART_CONFIG = "DISTGRAPH_PART_CONFIG"
+SESSION = "DISTGRAPH_SESSION"  # names this launch's shared memory
+LAUNCHER_PID = "DISTGRAPH_LAUNCHER_PID"  # servers exit when this parent is gone
+TIMEOUT = "DISTGRAPH_TIMEOUT"  # seconds to wait for any reply
+STARTUP_TIMEOUT = "DISTGRAPH_STARTUP_TIMEOUT"  # seconds to wait for servers to load and for creations
+BARRIER_TIMEOUT = "DISTGRAPH_BARRIER_TIMEOUT"  # seconds to wait for the other trainers at a barrier
+
+ROLES = ("server", "trainer", "sampler")
+DEFAULT_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, DEFAULT_BARRIER_TIMEOUT = 60.0, 600.0, 1800.0
+
+
+def _int(env: Mapping[str, str], key: str, default: int | None = None, minimum: int = 0) -> int:
+    raw = env.get(key)
+    if raw is None:
+        if default is None:
+            raise InputError(f"environment variable {key} is not set; start this process with `distgraph launch`")
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InputError(f"environment variable {key}={raw!r} must be an integer") from None
+    if value < minimum:
+        raise InputError(f"environment variable {key}={value} must be >= {minimum}")
+    return value
+
+
+def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
+    raw = env.get(key)
+    try:
+        value = float(raw) if raw is not None else default
+    except ValueError:
+        raise InputError(f"environment variable {key}={raw!r} must be a number of seconds") from None
+    if not value > 0:
+        raise InputError(f"environment variable {key}={raw!r} must be positive")
+    return value
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    request: float = DEFAULT_TIMEOUT
+    startup: float = DEFAULT_STARTUP_TIMEOUT
+    barrier: float = DEFAULT_BARRIER_TIMEOUT
+
+    @classmethod
+    def from_environ(cls, env: Mapping[str, str] = os.environ) -> "Timeouts":
+        return cls(_seconds(env, TIMEOUT, DEFAULT_TIMEOUT), _seconds(env, STARTUP_TIMEOUT, DEFAULT_STARTUP_TIMEOUT),
+                   _seconds(env, BARRIER_TIMEOUT, DEFAULT_BARRIER_TIMEOUT))
+
+
+@dataclass(frozen=True)
+class ProcessEnv:
+    """Everything the launcher told this process."""
+
+    role: str
+    machine_id: int
+    ip_config: str
+    part_config: str | None
+    session: str
+    num_servers: int
+    num_trainers: int
+    num_samplers: int
+    server_id: int
+    sampler_id: int
+    rank: int  # trainers and samplers: global trainer rank (samplers: their trainer's)
+    launcher_pid: int | None
+    timeouts: Timeouts
+
+    @classmethod
+    def from_environ(cls, env: Mapping[str, str] = os.environ) -> "ProcessEnv | None":
+        """The launcher's settings, or None when this process was not launched (standalone)."""
+        role = env.get(ROLE)
+        if role is None:
+            return None
+        if role not in ROLES:
+            raise InputError(f"environment variable {ROLE}={role!r} must be one of {ROLES}")
+        ip_config = env.get(IP_CONFIG)
+        if not ip_config:
+            raise InputError(f"environment variable {IP_CONFIG} is not set; start this process with `distgraph launch`")
+        return cls(
+            role=role,
+            machine_id=_int(env, MACHINE_ID),
+            ip_config=ip_config,
+            part_config=env.get(PART_CONFIG) or None,
+            session=env.get(SESSION) or "default",
+            num_servers=_int(env, NUM_SERVERS, 1, minimum=1),
+            num_trainers=_int(env, NUM_TRAINERS, 1, minimum=1),
+            num_samplers=_int(env, NUM_SAMPLERS, 0),
+            server_id=_int(env, SERVER_ID, 0),
+            sampler_id=_int(env, SAMPLER_ID, 0),
+            rank=_int(env, "RANK", 0),
+            launcher_pid=_int(env, LAUNCHER_PID) if env.get(LAUNCHER_PID) else None,
+            timeouts=Timeouts.from_environ(env),
+        )
+
+
+def sampler_env(sampler_id: int, env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment for sampler `sampler_id` of this trainer (a copy with the role changed)."""
+    if env.get(ROLE) != "trainer":
+        raise InputError("only a launched trainer starts samplers; run the script with `distgraph launch`")
+    return {**env, ROLE: "sampler", SAMPLER_ID: str(sampler_id)}

@@ -1,0 +1,177 @@
+"""`initialize`, `barrier`, `exit_client`: the process-wide runtime of a script.
+
+Launched by `distgraph launch`, a process learns its role from the environment: a server
+serves until the session ends and exits; a trainer or sampler connects to every server.
+Run directly, a script is *standalone*: one process holds the whole (1-part) partition
+in memory and the same API works on it, with the same results, through the same client
+code and the same request handler, minus the network.
+"""
+
+from __future__ import annotations
+
+import atexit
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DistGraphError, InputError
+from ..kvstore.client import KVClient
+from ..kvstore.handler import RequestHandler
+from ..kvstore.local import LocalChannel
+from ..kvstore.shm import SegmentNamer
+from ..kvstore.store import KVStore
+from ..launch.ip_config import parse_ip_config, server_addresses
+from ..partition import RangePartitionBook, load_partition_book
+from ..partition.layout import PartitionConfig
+from ..rpc.transport import Connections
+from .env import ProcessEnv, Timeouts
+from .partition_data import publish_partition_data
+from .policy import PolicyTable
+from .serve import serve
+
+
+@dataclass
+class Context:
+    """What `initialize` set up for this process."""
+
+    role: str  # "standalone", "trainer" or "sampler"
+    machine_id: int
+    num_machines: int
+    rank: int  # global trainer rank (a sampler: its trainer's)
+    num_trainers: int  # trainers in the whole job
+    num_samplers: int  # sampler processes per trainer
+    part_config: str | None
+    book: RangePartitionBook | None
+    client: KVClient
+    policies: PolicyTable
+    timeouts: Timeouts
+
+    @property
+    def standalone(self) -> bool:
+        return self.role == "standalone"
+
+    def use_partition(self, part_config: str | Path) -> RangePartitionBook:
+        """The partition book; standalone mode loads the (1-part) partition on first use."""
+        if self.book is not None:
+            if Path(part_config).resolve() != Path(self.part_config).resolve():
+                raise InputError(f"this process already uses partition {self.part_config}, not {part_config}")
+            return self.book
+        if not self.standalone:
+            raise InputError("launched processes get their partition from `distgraph launch --part_config`")
+        self.book = self.policies.book = _standalone_book(part_config)
+        self.part_config = str(part_config)
+        publish_partition_data(self.client.local_store, part_config, 0)
+        return self.book
+
+
+_CONTEXT: Context | None = None
+
+
+def _standalone_book(part_config: str | Path) -> RangePartitionBook:
+    book = load_partition_book(part_config, 0)
+    if book.num_partitions() != 1:
+        raise InputError(f"standalone mode needs a 1-part partition but {part_config} has {book.num_partitions()} "
+                         f"parts: run the script with `distgraph launch`, or partition with --num_parts 1")
+    return book
+
+
+def _standalone(part_config: str | None, num_workers: int) -> Context:
+    policies = PolicyTable()
+    store = KVStore(0, 0, 1, policies, None, creator=True)
+    client = KVClient(LocalChannel(RequestHandler(store)), [1], 0, store, policies, Timeouts().startup)
+    ctx = Context("standalone", 0, 1, 0, 1, num_workers, None, None, client, policies, Timeouts())
+    if part_config is not None:
+        ctx.use_partition(part_config)
+    return ctx
+
+
+def _connect(env: ProcessEnv, ip_config: str, part_config: str | None) -> Context:
+    if not part_config:
+        raise InputError("a launched trainer needs the partition config (--part_config of `distgraph launch`)")
+    machines = parse_ip_config(ip_config)
+    peers = server_addresses(machines, env.num_servers, ip_config)
+    if not 0 <= env.machine_id < len(machines):
+        raise InputError(f"machine id {env.machine_id} is out of range: {ip_config} lists {len(machines)} machines")
+    book = load_partition_book(part_config, env.machine_id)
+    if book.num_partitions() != len(machines):
+        raise InputError(f"{ip_config} lists {len(machines)} machines but {part_config} has "
+                         f"{book.num_partitions()} partitions; they must be equal")
+    spm = [m.server_count(env.num_servers) for m in machines]
+    policies = PolicyTable(book)
+    namer = SegmentNamer(env.session, PartitionConfig.load(part_config).graph_name, env.machine_id)
+    local = KVStore(env.machine_id, 0, spm[env.machine_id], policies, namer, creator=False)
+    client = KVClient(Connections(peers, env.timeouts.request), spm, env.machine_id, local, policies,
+                      env.timeouts.startup)
+    try:
+        client.hello(env.role)
+    except Exception:
+        client.close()
+        raise
+    return Context(env.role, env.machine_id, len(machines), env.rank, env.num_trainers * len(machines),
+                   env.num_samplers, part_config, book, client, policies, env.timeouts)
+
+
+def initialize(ip_config: str | None = None, num_servers: int = 1, num_workers: int = 0, *,
+               part_config: str | None = None) -> None:
+    """Set up this process: serve (server role), connect to the servers (trainer, sampler),
+    or run standalone when not started by `distgraph launch`.
+
+    The launcher's environment decides the role, machine id, ranks, ip_config, partition
+    and number of servers; the arguments are used only where it says nothing (standalone:
+    `part_config` is the 1-part partition to load; `num_workers` is the number of sampler
+    processes per trainer)."""
+    global _CONTEXT
+    if _CONTEXT is not None:
+        raise DistGraphError("distgraph.initialize() was already called in this process")
+    env = ProcessEnv.from_environ()
+    if env is None:
+        _CONTEXT = _standalone(part_config, num_workers)
+    elif env.role == "server":
+        serve(env)
+        sys.exit(0)
+    else:
+        _CONTEXT = _connect(env, env.ip_config or ip_config, env.part_config or part_config)
+    atexit.register(exit_client)
+
+
+def get_context() -> Context:
+    """The runtime of this process; raises if `initialize` was not called."""
+    if _CONTEXT is None:
+        raise DistGraphError("call distgraph.initialize() before using distributed tensors")
+    return _CONTEXT
+
+
+def is_initialized() -> bool:
+    return _CONTEXT is not None
+
+
+def barrier() -> None:
+    """Wait until every trainer of the job reaches this point."""
+    ctx = get_context()
+    if ctx.role == "sampler":
+        raise DistGraphError("samplers do not take part in barriers; call barrier() from trainers only")
+    if not ctx.standalone:
+        ctx.client.barrier(ctx.num_trainers, ctx.timeouts.barrier)
+
+
+def shutdown_servers() -> None:
+    """Ask every server to stop now (normally they stop after the last trainer's goodbye)."""
+    ctx = get_context()
+    if not ctx.standalone:
+        ctx.client.shutdown_servers()
+
+
+def exit_client() -> None:
+    """Say goodbye to the servers and release this process's resources (also run at exit)."""
+    global _CONTEXT
+    ctx, _CONTEXT = _CONTEXT, None
+    if ctx is None:
+        return
+    try:
+        if not ctx.standalone:
+            ctx.client.goodbye()
+    except DistGraphError as exc:
+        print(f"distgraph: could not say goodbye to the servers: {exc}", file=sys.stderr)
+    finally:
+        ctx.client.close()
+        ctx.client.local_store.close()

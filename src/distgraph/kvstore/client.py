@@ -1,0 +1,283 @@
+"""`KVClient`: pull and push rows of named tensors across every machine's servers.
+
+Rows of this machine are read (and assigned) straight in shared memory, without a request.
+Other rows are grouped by the server slot that holds them, requested from all those
+servers at once, and scattered back so the result follows the order of the ids, repeats
+included. While remote requests are in flight the local rows are copied, so both overlap.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from ..errors import DistGraphError, InputError
+from ..rpc.transport import Connections, Request
+from ..rpc.wire import dtype_name, parse_dtype
+from .local import LocalChannel
+from .routing import slot_bounds, slot_of
+from .store import KVStore, PolicyResolver
+
+Initializer = dict | Callable[[tuple[int, ...], torch.dtype], torch.Tensor] | None
+
+
+@dataclass
+class TensorHandle:
+    """A named tensor as a client sees it: definition, per-machine uid, routing, local rows."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    policy: str
+    uids: list[str]  # per machine: which creation of the tensor this handle refers to
+    bounds: list[int]  # machine row bounds
+    slots: torch.Tensor  # (machine, server) slot row bounds
+    local: torch.Tensor  # this machine's rows
+
+    @property
+    def row_shape(self) -> tuple[int, ...]:
+        return tuple(self.shape[1:])
+
+
+class KVClient:
+    """One process's view of the key-value store of a cluster (or of standalone mode)."""
+
+    def __init__(self, channel: Connections | LocalChannel, servers_per_machine: Sequence[int], machine_id: int,
+                 local_store: KVStore, resolve_policy: PolicyResolver, slow_timeout: float):
+        self.channel = channel
+        self.servers_per_machine = list(servers_per_machine)
+        self.machine_id = machine_id
+        self.local_store = local_store
+        self.resolve_policy = resolve_policy
+        self.slow_timeout = slow_timeout
+        self.leaders = [sum(self.servers_per_machine[:m]) for m in range(len(self.servers_per_machine))]
+        self.slot_machine = [m for m, n in enumerate(self.servers_per_machine) for _ in range(n)]
+        self._lock = threading.RLock()
+        self._pid = os.getpid()
+        self._deferred_deletes: list[str] = []
+
+    @property
+    def num_machines(self) -> int:
+        return len(self.servers_per_machine)
+
+    def _guard(self) -> threading.RLock:
+        if os.getpid() != self._pid:
+            raise DistGraphError("the distgraph client was created in another process (fork); "
+                                 "call distgraph.initialize() in this process")
+        return self._lock
+
+    # ---------------------------------------------------------------- session
+    def hello(self, role: str) -> None:
+        """Register with every server (waits for them to finish loading)."""
+        with self._guard():
+            self.channel.call([Request(p, {"op": "hello", "role": role}) for p in range(len(self.channel.peers))],
+                              self.slow_timeout)
+
+    def goodbye(self) -> None:
+        with self._guard():
+            self._flush_deletes()
+            self.channel.call([Request(p, {"op": "goodbye"}) for p in range(len(self.channel.peers))])
+
+    def barrier(self, parties: int, timeout: float) -> None:
+        """Wait until `parties` clients reached the barrier (held by server 0 of machine 0)."""
+        with self._guard():
+            self._flush_deletes()
+            self.channel.call([Request(0, {"op": "barrier", "parties": parties})], timeout)
+
+    def shutdown_servers(self) -> None:
+        with self._guard():
+            self.channel.call([Request(p, {"op": "shutdown"}) for p in range(len(self.channel.peers))])
+
+    # ----------------------------------------------------------- definitions
+    def _handle(self, name: str, shape, dtype: torch.dtype, policy: str, uids: list[str]) -> TensorHandle:
+        bounds = [int(b) for b in self.resolve_policy(policy)]
+        local = self.local_store.shard(name, uids[self.machine_id]).data
+        return TensorHandle(name, tuple(shape), dtype, policy, uids, bounds,
+                            slot_bounds(bounds, self.servers_per_machine), local)
+
+    def _leaders_call(self, headers: list[dict], arrays: list[list[torch.Tensor]] | None = None) -> list[dict]:
+        arrays = arrays or [[] for _ in headers]
+        reqs = [Request(self.leaders[m], h, a) for m, (h, a) in enumerate(zip(headers, arrays)) if h is not None]
+        replies = iter(self.channel.call(reqs, self.slow_timeout))
+        return [next(replies).header if h is not None else None for h in headers]
+
+    def create(self, name: str, shape: tuple[int, ...], dtype: torch.dtype, policy: str,
+               init: Initializer = None) -> tuple[TensorHandle, bool]:
+        """Create `name` on every machine, or attach if it exists with the same definition.
+
+        `init` is a server-side initialiser spec, or a callable `init(shape, dtype)` run here
+        once per machine that lacks the tensor (DGL's convention: `shape` is that machine's
+        rows). Returns the handle and whether this call created the tensor anywhere."""
+        with self._guard():
+            self._flush_deletes()
+            bounds = self.resolve_policy(policy)
+            if not shape or shape[0] != bounds[-1]:
+                raise InputError(f"tensor {name!r}: policy {policy!r} has {bounds[-1]} rows, shape is {list(shape)}")
+            base = {"op": "create", "name": name, "shape": list(shape), "dtype": dtype_name(dtype), "policy": policy}
+            arrays = None
+            if callable(init):
+                found = self._leaders_call([{"op": "lookup", "name": name}] * self.num_machines)
+                headers, arrays = [], []
+                for m, f in enumerate(found):
+                    rows = (int(bounds[m + 1] - bounds[m]), *shape[1:])
+                    headers.append(base)
+                    arrays.append([] if f["found"] else [_init_rows(init, rows, dtype, name)])
+            else:
+                headers = [{**base, "init": init}] * self.num_machines
+            replies = self._leaders_call(headers, arrays)
+            return self._handle(name, shape, dtype, policy, [r["uid"] for r in replies]), any(r["created"] for r in replies)
+
+    def lookup(self, name: str) -> TensorHandle | None:
+        """The handle of an existing tensor, or None if it does not exist."""
+        with self._guard():
+            self._flush_deletes()
+            found = self._leaders_call([{"op": "lookup", "name": name}] * self.num_machines)
+            if not any(f["found"] for f in found):
+                return None
+            if not all(f["found"] for f in found):
+                missing = [m for m, f in enumerate(found) if not f["found"]]
+                raise DistGraphError(f"tensor {name!r} exists on some machines but not on {missing}; re-create it")
+            f = found[0]
+            return self._handle(name, f["shape"], parse_dtype(f["dtype"]), f["policy"], [x["uid"] for x in found])
+
+    def list(self) -> list[dict]:
+        """Name, shape, dtype and policy of every tensor of this machine's store."""
+        with self._guard():
+            self._flush_deletes()
+            (reply,) = self.channel.call([Request(self.leaders[self.machine_id], {"op": "list"})])
+            return reply.header["tensors"]
+
+    def delete(self, name: str) -> None:
+        with self._guard():
+            self._leaders_call([{"op": "delete", "name": name}] * self.num_machines)
+            self.local_store.delete(name)
+
+    def schedule_delete(self, name: str) -> None:
+        """Delete later, from a safe point (used by finalisers, which may run mid-request)."""
+        self._deferred_deletes.append(name)
+
+    def _flush_deletes(self) -> None:
+        while self._deferred_deletes:
+            self.delete(self._deferred_deletes.pop())
+
+    # ------------------------------------------------------------- pull / push
+    def _check_ids(self, h: TensorHandle, ids) -> tuple[torch.Tensor, int, int]:
+        if not isinstance(ids, torch.Tensor) or ids.dtype != torch.int64 or ids.dim() != 1:
+            raise InputError(f"ids for {h.name!r} must be a 1-D int64 tensor")
+        ids = ids.contiguous()
+        if not ids.numel():
+            return ids, 0, 0
+        mn, mx = (int(v) for v in torch.aminmax(ids))
+        if mn < 0 or mx >= h.shape[0]:
+            bad = mn if mn < 0 else mx
+            raise InputError(f"row id {bad} is out of range for tensor {h.name!r} with {h.shape[0]} rows")
+        return ids, mn, mx
+
+    def _split(self, h: TensorHandle, ids: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor, list[int]]:
+        """Group ids by slot: (permutation or None if already grouped, grouped ids, slot offsets)."""
+        slot = slot_of(h.slots, ids)
+        order = None
+        if ids.numel() > 1 and not bool((slot[1:] >= slot[:-1]).all()):
+            order = torch.argsort(slot, stable=True)
+            ids = ids[order]
+        counts = torch.bincount(slot, minlength=len(h.slots) - 1).tolist()
+        offsets = [0]
+        for c in counts:
+            offsets.append(offsets[-1] + c)
+        return order, ids, offsets
+
+    def _local_span(self, h: TensorHandle, offsets: list[int]) -> tuple[int, int]:
+        """The grouped positions [a, b) whose ids are on this machine (its slots are adjacent)."""
+        first = self.leaders[self.machine_id]
+        return offsets[first], offsets[first + self.servers_per_machine[self.machine_id]]
+
+    def pull(self, h: TensorHandle, ids: torch.Tensor) -> torch.Tensor:
+        """Rows `ids` of the tensor, in the order given (duplicates repeated)."""
+        ids, mn, mx = self._check_ids(h, ids)
+        out = torch.empty((ids.numel(), *h.row_shape), dtype=h.dtype)
+        if not ids.numel():
+            return out
+        lo, hi = h.bounds[self.machine_id], h.bounds[self.machine_id + 1]
+        if lo <= mn and mx < hi:
+            return torch.index_select(h.local, 0, ids - lo, out=out)
+        with self._guard():
+            order, grouped, offsets = self._split(h, ids)
+            a, b = self._local_span(h, offsets)
+            reqs, spans = [], []
+            for slot in range(len(offsets) - 1):
+                s, e = offsets[slot], offsets[slot + 1]
+                if e > s and not a <= s < b:
+                    target = [out[s:e]] if order is None else []
+                    reqs.append(Request(slot, {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot]]},
+                                        [grouped[s:e]], target))
+                    spans.append((s, e))
+            batch = self.channel.start(reqs)
+            if b > a:
+                rows = grouped[a:b] - lo
+                if order is None:
+                    torch.index_select(h.local, 0, rows, out=out[a:b])
+                else:
+                    out.index_copy_(0, order[a:b], h.local.index_select(0, rows))
+            replies = self.channel.wait(batch)
+        for (s, e), rep in zip(spans, replies):
+            rows = _reply_rows(rep.arrays, e - s, h)
+            if order is not None:
+                out.index_copy_(0, order[s:e], rows)
+            elif rows.data_ptr() != out[s:e].data_ptr():
+                out[s:e] = rows
+        return out
+
+    def push(self, h: TensorHandle, ids: torch.Tensor, values: torch.Tensor, optimizer: dict | None = None) -> None:
+        """Assign rows `ids`, or send them as gradients to the owners' `optimizer`."""
+        ids, mn, mx = self._check_ids(h, ids)
+        if not isinstance(values, torch.Tensor) or tuple(values.shape) != (ids.numel(), *h.row_shape):
+            got = list(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__
+            raise InputError(f"values for {ids.numel()} rows of {h.name!r} must have shape "
+                             f"{[ids.numel(), *h.row_shape]}, got {got}")
+        values = values.detach().to(h.dtype).contiguous()
+        if not ids.numel():
+            return
+        lo, hi = h.bounds[self.machine_id], h.bounds[self.machine_id + 1]
+        if optimizer is None and lo <= mn and mx < hi:
+            h.local.index_copy_(0, ids - lo, values)
+            return
+        with self._guard():
+            order, grouped, offsets = self._split(h, ids)
+            if order is not None:
+                values = values[order]
+            a, b = self._local_span(h, offsets) if optimizer is None else (0, 0)
+            header = {"op": "push", "name": h.name}
+            if optimizer is not None:
+                header["optimizer"] = optimizer
+            reqs = [Request(slot, {**header, "uid": h.uids[self.slot_machine[slot]]},
+                            [grouped[offsets[slot]:offsets[slot + 1]], values[offsets[slot]:offsets[slot + 1]]])
+                    for slot in range(len(offsets) - 1)
+                    if offsets[slot + 1] > offsets[slot] and not a <= offsets[slot] < b]
+            batch = self.channel.start(reqs)
+            if b > a:
+                h.local.index_copy_(0, grouped[a:b] - lo, values[a:b])
+            self.channel.wait(batch)
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+def _reply_rows(arrays: list[torch.Tensor], n: int, h: TensorHandle) -> torch.Tensor:
+    """The rows of a pull reply, checked against what was asked for."""
+    if len(arrays) != 1 or arrays[0].dtype != h.dtype or tuple(arrays[0].shape) != (n, *h.row_shape):
+        got = [(a.dtype, list(a.shape)) for a in arrays]
+        raise DistGraphError(f"a server answered a pull of {n} rows of {h.name!r} with {got}")
+    return arrays[0]
+
+
+def _init_rows(init: Callable, shape: tuple[int, ...], dtype: torch.dtype, name: str) -> torch.Tensor:
+    """Run a user initialiser for one machine's rows and check what it returns."""
+    rows = init(shape, dtype)
+    if not isinstance(rows, torch.Tensor) or tuple(rows.shape) != shape:
+        got = list(rows.shape) if isinstance(rows, torch.Tensor) else type(rows).__name__
+        raise InputError(f"init_func of {name!r} must return a tensor of shape {list(shape)}, got {got}")
+    return rows.detach().to(dtype).contiguous()

@@ -1,0 +1,117 @@
+"""Turns a decoded request (header + arrays) into a store call and a reply.
+
+Every field is checked before use; anything wrong becomes an error reply naming the field,
+and the server goes on serving. Used by the network server and, unchanged, by the
+in-process channel of standalone mode.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any, Callable
+
+import torch
+
+from ..errors import DistGraphError
+from ..rpc.wire import WireError, dtype_name, parse_dtype, parse_shape
+from .shm import TensorMeta
+from .store import KVStore
+
+MAX_NAME = 256
+
+
+def _field(header: dict, key: str, kind: type | tuple, optional: bool = False) -> Any:
+    if key not in header:
+        if optional:
+            return None
+        raise WireError(f"request lacks field {key!r}")
+    value = header[key]
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise WireError(f"field {key!r} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _name(header: dict) -> str:
+    name = _field(header, "name", str)
+    if not name or len(name) > MAX_NAME:
+        raise WireError(f"tensor names must have 1 to {MAX_NAME} characters")
+    return name
+
+
+def _arrays(arrays: list[torch.Tensor], count: int, op: str) -> list[torch.Tensor]:
+    if len(arrays) != count:
+        raise WireError(f"{op!r} takes {count} array(s), got {len(arrays)}")
+    return arrays
+
+
+def meta_fields(meta: TensorMeta) -> dict:
+    return {"name": meta.name, "shape": list(meta.shape), "dtype": dtype_name(meta.dtype), "policy": meta.policy,
+            "uid": meta.uid}
+
+
+class RequestHandler:
+    """Data operations on a `KVStore`: create, lookup, pull, push, delete, list, ping."""
+
+    def __init__(self, store: KVStore):
+        self.store = store
+        self._ops: dict[str, Callable[[dict, list], tuple[dict, list]]] = {
+            "create": self._create, "lookup": self._lookup, "pull": self._pull, "push": self._push,
+            "delete": self._delete, "list": self._list, "ping": self._ping,
+        }
+
+    def handles(self, op: Any) -> bool:
+        return isinstance(op, str) and op in self._ops
+
+    def __call__(self, header: dict, arrays: list[torch.Tensor]) -> tuple[dict, list[torch.Tensor]]:
+        """The reply to one request: {"ok": True, ...} with arrays, or {"ok": False, "error": ...}."""
+        op = header.get("op")
+        try:
+            if not self.handles(op):
+                raise WireError(f"unknown op {op!r}")
+            reply, out = self._ops[op](header, arrays)
+            return {"ok": True, **reply}, out
+        except DistGraphError as exc:
+            return {"ok": False, "error": str(exc)}, []
+        except Exception as exc:  # a bug must not take the server down; report it to both sides
+            traceback.print_exc(file=sys.stderr)
+            return {"ok": False, "error": f"internal error handling {op!r}: {type(exc).__name__}: {exc}"}, []
+
+    def _create(self, header: dict, arrays: list) -> tuple[dict, list]:
+        shape = parse_shape(_field(header, "shape", list))
+        dtype = parse_dtype(_field(header, "dtype", str))
+        policy = _field(header, "policy", str)
+        init = _field(header, "init", dict, optional=True)
+        if len(arrays) > 1:
+            raise WireError(f"'create' takes at most one array (this machine's initial rows), got {len(arrays)}")
+        data = arrays[0] if arrays else None
+        meta, created = self.store.create(_name(header), shape, dtype, policy, init, data)
+        return {**meta_fields(meta), "created": created}, []
+
+    def _lookup(self, header: dict, arrays: list) -> tuple[dict, list]:
+        _arrays(arrays, 0, "lookup")
+        meta = self.store.meta(_name(header))
+        return ({**meta_fields(meta), "found": True} if meta else {"found": False}), []
+
+    def _pull(self, header: dict, arrays: list) -> tuple[dict, list]:
+        (ids,) = _arrays(arrays, 1, "pull")
+        return {}, [self.store.pull(_name(header), _field(header, "uid", str, optional=True), ids)]
+
+    def _push(self, header: dict, arrays: list) -> tuple[dict, list]:
+        ids, values = _arrays(arrays, 2, "push")
+        optimizer = _field(header, "optimizer", dict, optional=True)
+        self.store.push(_name(header), _field(header, "uid", str, optional=True), ids, values, optimizer)
+        return {}, []
+
+    def _delete(self, header: dict, arrays: list) -> tuple[dict, list]:
+        _arrays(arrays, 0, "delete")
+        return {"deleted": self.store.delete(_name(header))}, []
+
+    def _list(self, header: dict, arrays: list) -> tuple[dict, list]:
+        _arrays(arrays, 0, "list")
+        return {"tensors": [meta_fields(m) for m in self.store.metas()]}, []
+
+    def _ping(self, header: dict, arrays: list) -> tuple[dict, list]:
+        return {"machine_id": self.store.machine_id, "server_id": self.store.server_id}, []

@@ -1,0 +1,132 @@
+"""`KVServer`: the request loop of one server process.
+
+Data operations go to the `RequestHandler`; the loop itself keeps the session: who said
+hello, the barrier (held by server 0 of machine 0), goodbyes and shutdown. It exits when
+every expected trainer has said goodbye and no client is left, on a `shutdown` request,
+on SIGTERM/SIGINT, or when the launcher that started it is gone; the store's shared
+memory is removed on the way out in every case.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from dataclasses import dataclass, field
+
+from ..rpc.transport import ServerSocket
+from ..rpc.wire import WireError, unpack_arrays, unpack_header
+from .handler import RequestHandler
+from .store import KVStore
+
+POLL_SECONDS = 0.5
+ROLES = ("trainer", "sampler", "client")
+
+
+@dataclass
+class _Barrier:
+    parties: int = 0
+    waiting: list[tuple[bytes, int]] = field(default_factory=list)
+
+
+class KVServer:
+    """Serve `store` on `socket` until the session ends."""
+
+    def __init__(self, store: KVStore, socket: ServerSocket, expected_trainers: int, label: str,
+                 launcher_pid: int | None = None):
+        self.store, self.socket, self.label = store, socket, label
+        self.handler = RequestHandler(store)
+        self.expected_trainers = expected_trainers
+        self.launcher_pid = launcher_pid
+        self.clients: dict[bytes, str] = {}
+        self.trainers_done = 0
+        self.barrier = _Barrier()
+        self.stopping = False
+
+    def serve(self) -> None:
+        """Run until the session ends; always release the socket and shared memory."""
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            while not self.stopping:
+                if self.socket.poll(POLL_SECONDS):
+                    self._serve_one()
+                elif self.launcher_pid is not None and not _alive(self.launcher_pid):
+                    print(f"{self.label}: the launcher (pid {self.launcher_pid}) is gone; exiting", file=sys.stderr)
+                    self.stopping = True
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+            self.socket.close()
+            self.store.close()
+
+    def _on_signal(self, signum: int, frame) -> None:
+        self.stopping = True
+
+    def _serve_one(self) -> None:
+        identity, frames = self.socket.recv()
+        try:
+            header, specs = unpack_header(frames[0]) if frames else ({}, [])
+        except WireError as exc:
+            self.socket.send(identity, {"ok": False, "error": f"malformed request: {exc}"})
+            return
+        rid = header.get("rid") if isinstance(header.get("rid"), int) else None
+        try:
+            arrays = unpack_arrays(frames[1:], specs)
+        except WireError as exc:
+            self.socket.send(identity, {"rid": rid, "ok": False, "error": f"malformed request: {exc}"})
+            return
+        op = header.get("op")
+        session = {"hello": self._hello, "goodbye": self._goodbye, "barrier": self._barrier,
+                   "shutdown": self._shutdown}.get(op) if isinstance(op, str) else None
+        if session is not None:
+            reply = session(identity, header, rid)
+            if reply is not None:
+                self.socket.send(identity, {"rid": rid, **reply})
+            return
+        reply, out = self.handler(header, arrays)
+        self.socket.send(identity, {"rid": rid, **reply}, out)
+
+    def _hello(self, identity: bytes, header: dict, rid) -> dict:
+        role = header.get("role")
+        if role not in ROLES:
+            return {"ok": False, "error": f"hello needs a role in {ROLES}, got {role!r}"}
+        self.clients[identity] = role
+        return {"ok": True, "machine_id": self.store.machine_id, "server_id": self.store.server_id}
+
+    def _goodbye(self, identity: bytes, header: dict, rid) -> dict:
+        role = self.clients.pop(identity, None)
+        if role is None:
+            return {"ok": False, "error": "goodbye from a client that did not say hello"}
+        self.trainers_done += role == "trainer"
+        if self.trainers_done >= self.expected_trainers and not self.clients:
+            self.stopping = True
+        return {"ok": True}
+
+    def _barrier(self, identity: bytes, header: dict, rid) -> dict | None:
+        parties = header.get("parties")
+        if not isinstance(parties, int) or isinstance(parties, bool) or parties < 1:
+            return {"ok": False, "error": f"barrier needs a positive int 'parties', got {parties!r}"}
+        if self.barrier.waiting and parties != self.barrier.parties:
+            return {"ok": False, "error": f"barrier with {parties} parties while {self.barrier.parties} are expected"}
+        self.barrier.parties = parties
+        self.barrier.waiting.append((identity, rid))
+        if len(self.barrier.waiting) < parties:
+            return None  # answered when the last party arrives
+        for ident, r in self.barrier.waiting:
+            self.socket.send(ident, {"rid": r, "ok": True})
+        self.barrier = _Barrier()
+        return None
+
+    def _shutdown(self, identity: bytes, header: dict, rid) -> dict:
+        self.stopping = True
+        return {"ok": True}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

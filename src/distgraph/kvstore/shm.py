@@ -1,0 +1,151 @@
+"""Tensors in POSIX shared memory (files under /dev/shm), with a JSON manifest beside each.
+
+The first server of a machine creates a tensor's segment, fills it, then publishes a small
+manifest (shape, dtype, partition policy, segment name) by an atomic rename; any other
+process of that machine (the other servers, the trainers) attaches by reading the
+manifest. Names carry the launch session, the graph and the machine, so several machines
+and several jobs can share one host. Plain files and `mmap` keep this free of
+`multiprocessing`'s resource tracker, which would unlink segments other processes use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..errors import DistGraphError
+from ..rpc.wire import dtype_name, nbytes, parse_dtype
+
+SHM_DIR = Path("/dev/shm")
+PREFIX = "distgraph"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+class SharedMemoryError(DistGraphError):
+    """A shared-memory segment is missing, of the wrong size, or cannot be created."""
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """What a process needs to attach to a tensor: its global shape, dtype, partition
+    policy, and the segment holding this machine's rows."""
+
+    name: str
+    shape: tuple[int, ...]  # global shape (all machines)
+    dtype: torch.dtype
+    policy: str
+    rows: int  # rows held on this machine
+    uid: str  # new for every creation, so a handle to a deleted tensor is recognised as stale
+    segment: str  # file name under SHM_DIR; empty when the tensor lives in private memory
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "shape": list(self.shape), "dtype": dtype_name(self.dtype),
+                "policy": self.policy, "rows": self.rows, "uid": self.uid,
+                "segment": self.segment}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "TensorMeta":
+        return cls(d["name"], tuple(d["shape"]), parse_dtype(d["dtype"]), d["policy"], int(d["rows"]), d["uid"],
+                   d["segment"])
+
+
+class SegmentNamer:
+    """File names for one machine's tensors in one launch session."""
+
+    def __init__(self, session: str, graph_name: str, machine_id: int):
+        self.stem = f"{PREFIX}.{_safe(session)}.{_safe(graph_name)}.m{machine_id}"
+
+    def manifest(self, tensor: str) -> Path:
+        return SHM_DIR / f"{self.stem}.{_key(tensor)}.json"
+
+    def segment(self, tensor: str, uid: str) -> str:
+        return f"{self.stem}.{_key(tensor)}.{uid}"
+
+    def all_files(self) -> list[Path]:
+        return sorted(SHM_DIR.glob(f"{self.stem}.*"))
+
+
+def session_files(session: str) -> list[Path]:
+    """Every shared-memory file of a launch session (for the launcher's final sweep)."""
+    return sorted(SHM_DIR.glob(f"{PREFIX}.{_safe(session)}.*"))
+
+
+def _safe(s: str) -> str:
+    return _UNSAFE.sub("_", s)[:40]
+
+
+def _key(tensor: str) -> str:
+    """Readable and collision-free: sanitised name plus a short hash of the real name."""
+    return f"{_safe(tensor)}-{hashlib.sha1(tensor.encode()).hexdigest()[:8]}"
+
+
+def _map(path: Path, size: int, create: bool) -> mmap.mmap:
+    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        raise SharedMemoryError(f"shared-memory segment {path} already exists; a previous job with the same "
+                                f"session left it behind: delete it") from None
+    except FileNotFoundError:
+        raise SharedMemoryError(f"shared-memory segment {path} does not exist; its server has exited") from None
+    except OSError as exc:
+        raise SharedMemoryError(f"cannot open shared-memory segment {path}: {exc}") from None
+    try:
+        if create:
+            os.ftruncate(fd, max(size, 1))
+        elif os.fstat(fd).st_size != max(size, 1):
+            raise SharedMemoryError(f"shared-memory segment {path} has {os.fstat(fd).st_size} bytes, expected {size}")
+        return mmap.mmap(fd, max(size, 1))
+    except OSError as exc:
+        raise SharedMemoryError(f"cannot map {size} bytes of shared memory at {path}: {exc}; "
+                                f"is /dev/shm large enough?") from None
+    finally:
+        os.close(fd)
+
+
+def _view(buf: mmap.mmap, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
+    size = nbytes(dtype, shape)
+    if size == 0:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(buf, dtype=torch.uint8, count=size).view(dtype).reshape(shape)
+
+
+def create_segment(segment: str, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
+    """A new zero-filled shared tensor (tmpfs pages are zero until written)."""
+    return _view(_map(SHM_DIR / segment, nbytes(dtype, shape), create=True), dtype, shape)
+
+
+def attach_segment(meta: TensorMeta) -> torch.Tensor:
+    """This machine's rows of a tensor created by another process."""
+    shape = (meta.rows, *meta.shape[1:])
+    return _view(_map(SHM_DIR / meta.segment, nbytes(meta.dtype, shape), create=False), meta.dtype, shape)
+
+
+def publish(path: Path, meta: TensorMeta) -> None:
+    """Write a manifest atomically, so readers never see a half-written one."""
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(meta.to_json()))
+    os.replace(tmp, path)
+
+
+def read_manifest(path: Path) -> TensorMeta | None:
+    try:
+        return TensorMeta.from_json(json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SharedMemoryError(f"shared-memory manifest {path} is corrupt ({exc}); restart the job") from None
+
+
+def unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,15 @@
+"""`distgraph launch`: start servers and trainers on every machine of ip_config."""
+
+from .ip_config import DEFAULT_PORT, MachineSpec, parse_ip_config, server_addresses
+from .plan import LaunchOptions, Plan, ProcessSpec, make_plan
+from .runner import run
+
+
+def launch(opts: LaunchOptions) -> int:
+    """Plan and run a job; returns the exit code (that of the first failing process, or 0)."""
+    plan = make_plan(opts)
+    return run(plan, opts.ssh_port, opts.ssh_username)
+
+
+__all__ = ["launch", "LaunchOptions", "Plan", "ProcessSpec", "make_plan", "run", "DEFAULT_PORT", "MachineSpec",
+           "parse_ip_config", "server_addresses"]

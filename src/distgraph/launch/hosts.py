@@ -1,0 +1,38 @@
+"""Is an ip_config address this host? (Then its processes start locally, else over ssh.)"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from functools import lru_cache
+
+import psutil
+
+
+@lru_cache(maxsize=None)
+def local_addresses() -> frozenset[str]:
+    """Every address of this host's interfaces."""
+    found = {a.address.split("%")[0] for addrs in psutil.net_if_addrs().values() for a in addrs
+             if a.family in (socket.AF_INET, socket.AF_INET6)}
+    return frozenset(found)
+
+
+def is_local(host: str) -> bool:
+    """True for loopback addresses, this host's addresses, and names resolving to them."""
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except socket.gaierror:
+        return False
+    for info in infos:
+        addr = info[4][0].split("%")[0]
+        if ipaddress.ip_address(addr).is_loopback or addr in local_addresses():
+            return True
+    return False
+
+
+def free_port(host: str) -> int:
+    """A TCP port that is free on this host right now (asked from the OS)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]

@@ -1,0 +1,155 @@
+"""What to start where: one process spec per server and trainer, with its environment.
+
+Servers run `python -m distgraph.server` with the interpreter of the user's command when
+that command starts with a Python executable (so remote hosts use the same environment),
+otherwise with the launcher's interpreter. Trainers run the user's command. Each process
+gets its machine id (its line in ip_config) and role from the launcher; trainers also get
+the torch.distributed variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import secrets
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..distributed import env as E
+from ..errors import InputError
+from ..partition.layout import PartitionConfig
+from .hosts import free_port, is_local
+from .ip_config import MachineSpec, parse_ip_config, server_addresses
+
+DEFAULT_MASTER_PORT = 29500
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Variables of the launcher's environment that remote processes receive too.
+FORWARDED = (E.TIMEOUT, E.STARTUP_TIMEOUT, E.BARRIER_TIMEOUT, "PYTHONPATH")
+
+
+@dataclass
+class LaunchOptions:
+    """The flags of `distgraph launch` (DGL launch.py's names)."""
+
+    workspace: str
+    command: str
+    part_config: str
+    ip_config: str
+    num_trainers: int
+    num_servers: int = 1
+    num_samplers: int = 0
+    num_server_threads: int = 1
+    num_omp_threads: int | None = None
+    ssh_port: int = 22
+    ssh_username: str = ""
+    extra_envs: list[str] = field(default_factory=list)
+    master_port: int | None = None
+
+
+@dataclass
+class ProcessSpec:
+    """One process to start: where, what, and the variables that place it in the job."""
+
+    machine_id: int
+    role: str
+    rank: int  # servers: server id on the machine; trainers: global trainer rank
+    host: str
+    local: bool
+    command: str  # shell command line, run in the workspace
+    env: dict[str, str]
+
+    @property
+    def label(self) -> str:
+        return f"{self.machine_id}/{self.role}/{self.rank}"
+
+
+@dataclass
+class Plan:
+    processes: list[ProcessSpec]
+    machines: list[MachineSpec]
+    local: list[bool]  # per machine: started here rather than over ssh
+    session: str
+    workspace: str
+
+
+def _in_workspace(workspace: Path, path: str) -> Path:
+    """Config paths are relative to the workspace (as in DGL's launch.py)."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else workspace / p
+
+
+def server_python(command: str) -> str:
+    """The interpreter of the user's command if it names one, else the launcher's."""
+    try:
+        first = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        return sys.executable
+    return first if os.path.basename(first).startswith("python") else sys.executable
+
+
+def _extra_envs(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not _ENV_KEY.match(key):
+            raise InputError(f"--extra_envs entries must look like NAME=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
+def _check(opts: LaunchOptions) -> Path:
+    for flag, value, minimum in (("--num_trainers", opts.num_trainers, 1), ("--num_servers", opts.num_servers, 1),
+                                 ("--num_samplers", opts.num_samplers, 0),
+                                 ("--num_server_threads", opts.num_server_threads, 1)):
+        if value is None or value < minimum:
+            raise InputError(f"{flag} must be at least {minimum}, got {value}")
+    if opts.num_omp_threads is not None and opts.num_omp_threads < 1:
+        raise InputError(f"--num_omp_threads must be at least 1, got {opts.num_omp_threads}")
+    if not opts.command.strip():
+        raise InputError("give the training command to run, e.g. \"python3 train.py --epochs 3\"")
+    workspace = Path(opts.workspace).expanduser().resolve()
+    if not workspace.is_dir():
+        raise InputError(f"--workspace {opts.workspace} is not a directory")
+    return workspace
+
+
+def make_plan(opts: LaunchOptions) -> Plan:
+    """Check the options against ip_config and the partition, and list every process."""
+    workspace = _check(opts)
+    machines = parse_ip_config(_in_workspace(workspace, opts.ip_config))
+    server_addresses(machines, opts.num_servers, opts.ip_config)  # checks ports do not overlap
+    parts = PartitionConfig.load(_in_workspace(workspace, opts.part_config)).num_parts
+    if parts != len(machines):
+        raise InputError(f"{opts.ip_config} lists {len(machines)} machines but {opts.part_config} has {parts} "
+                         f"partitions; write one ip_config line per partition")
+    session = secrets.token_hex(6)
+    local = [is_local(m.ip) for m in machines]
+    master = machines[0].ip
+    master_port = opts.master_port or (free_port(master) if local[0] else DEFAULT_MASTER_PORT)
+    omp = opts.num_omp_threads or max(multiprocessing.cpu_count() // 2 // opts.num_trainers, 1)
+    common = {
+        E.IP_CONFIG: opts.ip_config, E.PART_CONFIG: opts.part_config, E.SESSION: session,
+        E.NUM_SERVERS: str(opts.num_servers), E.NUM_TRAINERS: str(opts.num_trainers),
+        E.NUM_SAMPLERS: str(opts.num_samplers), "PYTHONUNBUFFERED": "1",
+        **{k: os.environ[k] for k in FORWARDED if k in os.environ},
+        **_extra_envs(opts.extra_envs),
+    }
+    server_cmd = f"{shlex.quote(server_python(opts.command))} -m distgraph.server"
+    procs: list[ProcessSpec] = []
+    for m, spec in enumerate(machines):
+        base = {**common, E.MACHINE_ID: str(m), **({E.LAUNCHER_PID: str(os.getpid())} if local[m] else {})}
+        for s in range(spec.server_count(opts.num_servers)):
+            env = {**base, E.ROLE: "server", E.SERVER_ID: str(s), "OMP_NUM_THREADS": str(opts.num_server_threads)}
+            procs.append(ProcessSpec(m, "server", s, spec.ip, local[m], server_cmd, env))
+    for m, spec in enumerate(machines):
+        base = {**common, E.MACHINE_ID: str(m), E.ROLE: "trainer", "OMP_NUM_THREADS": str(omp),
+                "MASTER_ADDR": master, "MASTER_PORT": str(master_port),
+                "WORLD_SIZE": str(len(machines) * opts.num_trainers), "LOCAL_WORLD_SIZE": str(opts.num_trainers)}
+        for i in range(opts.num_trainers):
+            rank = m * opts.num_trainers + i
+            env = {**base, "RANK": str(rank), "LOCAL_RANK": str(i)}
+            procs.append(ProcessSpec(m, "trainer", rank, spec.ip, local[m], opts.command, env))
+    return Plan(procs, machines, local, session, str(workspace))

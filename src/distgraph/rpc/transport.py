@@ -1,0 +1,250 @@
+"""ZeroMQ transport: a ROUTER socket per server; in each client one DEALER connection per
+server, requests scattered to several servers at once and their replies gathered.
+
+Every wait is bounded. A connection that drops while a request is in flight (the server
+process died) fails at once; a peer that stays silent fails after the timeout. Either way
+the error names the server (machine id, server id, address).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from ..errors import DistGraphError
+from . import wire
+
+HEARTBEAT_MS = 1000  # zmq pings idle connections so a vanished host is noticed too
+CLOSE_LINGER_MS = 2000  # how long a closing server keeps trying to deliver its last replies
+
+
+class PeerError(DistGraphError):
+    """A server did not answer in time, dropped its connection, or sent a malformed reply."""
+
+
+class RemoteError(DistGraphError):
+    """A server answered a request with an error reply."""
+
+
+@dataclass(frozen=True)
+class PeerAddress:
+    """Where server `server_id` of machine `machine_id` listens."""
+
+    machine_id: int
+    server_id: int
+    host: str
+    port: int
+
+    @property
+    def endpoint(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"tcp://{host}:{self.port}"
+
+    def __str__(self) -> str:
+        return f"server {self.server_id} of machine {self.machine_id} at {self.host}:{self.port}"
+
+
+@dataclass
+class Request:
+    """One request: a header and arrays for `peer` (an index into the connection list);
+    `out` optionally gives tensors that receive the reply's arrays in place."""
+
+    peer: int
+    header: dict
+    arrays: Sequence[torch.Tensor] = ()
+    out: Sequence[torch.Tensor | None] = ()
+
+
+@dataclass
+class Reply:
+    header: dict
+    arrays: list[torch.Tensor] = field(default_factory=list)
+
+
+@dataclass
+class Batch:
+    """Requests in flight: request index by request id, and the replies gathered so far."""
+
+    requests: list[Request]
+    timeout: float
+    deadline: float
+    pending: dict[int, int] = field(default_factory=dict)
+    replies: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.replies = [None] * len(self.requests)
+
+
+class ServerSocket:
+    """The listening side: receives requests with the sender's identity, replies to it."""
+
+    def __init__(self, endpoint: str, send_timeout: float):
+        self.socket = zmq.Context.instance().socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.SNDTIMEO, int(send_timeout * 1000))
+        self.socket.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_MS)
+        self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(send_timeout * 1000))
+        self.socket.bind(endpoint)
+
+    def poll(self, timeout: float) -> bool:
+        return bool(self.socket.poll(int(timeout * 1000), zmq.POLLIN))
+
+    def recv(self) -> tuple[bytes, list]:
+        """(sender identity, message frames); frames are zero-copy for large buffers."""
+        frames = self.socket.recv_multipart(copy=False)
+        return frames[0].bytes, frames[1:]
+
+    def send(self, identity: bytes, header: dict, arrays: Sequence[torch.Tensor] = ()) -> None:
+        try:
+            self.socket.send_multipart([identity, *wire.pack(header, arrays)], copy=False)
+        except zmq.Again:
+            pass  # the client is gone or not reading; it will time out on its side
+
+    def close(self) -> None:
+        """Close after flushing the last replies (a goodbye's answer must reach the client)."""
+        self.socket.close(linger=CLOSE_LINGER_MS)
+
+
+class _Conn:
+    """One DEALER connection with a monitor that reports drops."""
+
+    def __init__(self, peer: PeerAddress, timeout: float):
+        self.peer = peer
+        self.socket = zmq.Context.instance().socket(zmq.DEALER)
+        for opt, value in ((zmq.LINGER, 0), (zmq.SNDTIMEO, int(timeout * 1000)),
+                           (zmq.HEARTBEAT_IVL, HEARTBEAT_MS), (zmq.HEARTBEAT_TIMEOUT, int(timeout * 1000))):
+            self.socket.setsockopt(opt, value)
+        self.monitor = self.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        self.socket.connect(peer.endpoint)
+        self.lost = False
+
+    def drain_monitor(self) -> None:
+        while self.monitor.poll(0):
+            event = recv_monitor_message(self.monitor)["event"]
+            self.lost = event == zmq.EVENT_DISCONNECTED
+
+    def close(self) -> None:
+        self.socket.disable_monitor()
+        self.monitor.close(linger=0)
+        self.socket.close(linger=0)
+
+
+class Connections:
+    """One connection per server; `call` sends a batch of requests, then gathers replies."""
+
+    def __init__(self, peers: Sequence[PeerAddress], timeout: float):
+        self.peers = list(peers)
+        self.timeout = timeout
+        self._conns = [_Conn(p, timeout) for p in self.peers]
+        self._rids = itertools.count(1)
+        self._poller = zmq.Poller()
+        for c in self._conns:
+            self._poller.register(c.socket, zmq.POLLIN)
+            self._poller.register(c.monitor, zmq.POLLIN)
+        self._by_socket = {c.socket: c for c in self._conns}
+        self._by_monitor = {c.monitor: c for c in self._conns}
+
+    def call(self, requests: Sequence[Request], timeout: float | None = None) -> list[Reply]:
+        """Send every request, then wait (bounded) for all replies; raise the first error reply."""
+        return self.wait(self.start(requests, timeout))
+
+    def start(self, requests: Sequence[Request], timeout: float | None = None) -> "Batch":
+        """Send every request at once and return without waiting (one batch in flight at a time)."""
+        timeout = self.timeout if timeout is None else timeout
+        batch = Batch(list(requests), timeout, time.monotonic() + timeout)
+        for i, req in enumerate(batch.requests):
+            rid = next(self._rids)
+            conn = self._conns[req.peer]
+            try:
+                conn.socket.send_multipart(wire.pack({**req.header, "rid": rid}, req.arrays), copy=False)
+            except zmq.Again:
+                raise PeerError(f"cannot send to {conn.peer} within {timeout:g} s; it is not accepting requests") from None
+            batch.pending[rid] = i
+        return batch
+
+    def wait(self, batch: "Batch") -> list[Reply]:
+        """Gather the replies of a batch before its deadline; raise the first error reply."""
+        requests, pending, replies = batch.requests, batch.pending, batch.replies
+        while pending:
+            remaining = batch.deadline - time.monotonic()
+            ready = dict(self._poller.poll(max(0, int(remaining * 1000)))) if remaining > 0 else {}
+            for sock in ready:
+                if sock in self._by_socket:
+                    self._receive(self._by_socket[sock], requests, pending, replies)
+            for sock in ready:
+                if sock in self._by_monitor:
+                    self._check_lost(self._by_monitor[sock], requests, pending)
+            if pending and time.monotonic() >= batch.deadline:
+                waiting = sorted({str(self.peers[requests[i].peer]) for i in pending.values()})
+                ops = sorted({str(requests[i].header.get("op")) for i in pending.values()})
+                raise PeerError(f"no reply from {', '.join(waiting)} within {batch.timeout:g} s (op {', '.join(ops)}); "
+                                f"the server died, hangs or is overloaded: check its output")
+        for req, rep in zip(requests, replies):
+            if not rep.header.get("ok", False):
+                raise RemoteError(f"{self.peers[req.peer]} refused {req.header.get('op')!r}: "
+                                  f"{rep.header.get('error', 'no reason given')}")
+        return replies
+
+    def _check_lost(self, conn: _Conn, requests: Sequence[Request], pending: dict[int, int]) -> None:
+        conn.drain_monitor()
+        if conn.lost and any(self._conns[requests[i].peer] is conn for i in pending.values()):
+            raise PeerError(f"lost the connection to {conn.peer} while waiting for its reply; "
+                            f"the server process died or the network failed: check its output")
+
+    def _receive(self, conn: _Conn, requests: Sequence[Request], pending: dict[int, int],
+                 replies: list[Reply | None]) -> None:
+        """Read every complete reply waiting on `conn`, straight into `out` tensors when given."""
+        sock = conn.socket
+        while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            try:
+                header, specs = wire.unpack_header(sock.recv(copy=True))
+            except wire.WireError as exc:
+                self._discard_rest(sock)
+                raise PeerError(f"{conn.peer} sent a malformed reply: {exc}") from None
+            index = pending.get(header.get("rid"))
+            out = requests[index].out if index is not None else ()
+            arrays = []
+            for i, (dtype, shape) in enumerate(specs):
+                if not sock.getsockopt(zmq.RCVMORE):
+                    raise PeerError(f"{conn.peer} sent a reply with fewer frames than its header declares")
+                target = out[i] if i < len(out) else None
+                if target is not None and target.dtype == dtype and target.numel() == _numel(shape) and target.is_contiguous():
+                    expected = wire.nbytes(dtype, shape)
+                    size = sock.recv_into(wire.array_buffer(target)) if expected else _skip(sock)
+                    if size != expected:
+                        raise PeerError(f"{conn.peer} sent {size} bytes for an array declared as {expected}")
+                    arrays.append(target.view(shape))
+                else:
+                    arrays.append(wire.array_from_buffer(sock.recv(copy=False).buffer, dtype, shape, i))
+            if sock.getsockopt(zmq.RCVMORE):
+                self._discard_rest(sock)
+                raise PeerError(f"{conn.peer} sent a reply with more frames than its header declares")
+            if index is not None:  # replies to requests abandoned after an earlier error are dropped
+                del pending[header["rid"]]
+                replies[index] = Reply(header, arrays)
+
+    @staticmethod
+    def _discard_rest(sock: zmq.Socket) -> None:
+        while sock.getsockopt(zmq.RCVMORE):
+            sock.recv(copy=False)
+
+    def close(self) -> None:
+        for c in self._conns:
+            c.close()
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _skip(sock: zmq.Socket) -> int:
+    return len(sock.recv(copy=True))
