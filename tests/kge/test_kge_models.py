@@ -156,3 +156,15 @@ def test_unknown_model_and_bad_dimensions_are_clear_errors():
     with pytest.raises(InputError, match="DistMult.*both -de and -dr"):
         create_model("DistMult", 4, 1.0, double_ent=True)
     assert type(create_model("TransE", 4, 1.0)).__name__ == "TransE_l2"
+
+
+def test_l2_candidates_at_zero_distance_get_no_gradient():
+    model = create_model("TransE_l2", 2, 1.0)
+    q = torch.tensor([[[1.0, 2.0]]], requires_grad=True)
+    cand = torch.tensor([[[1.0, 2.0], [1.0, 3.0]]], requires_grad=True)
+    s = model.match(q, cand)
+    torch.testing.assert_close(s.detach(), torch.tensor([[[1.0, 0.0]]]), atol=1e-6, rtol=0)
+    s.sum().backward()
+    # only the second candidate (distance 1, along y) pulls: d(-||q - c||)/dq = -(q - c)/||q - c||
+    torch.testing.assert_close(q.grad, torch.tensor([[[0.0, 1.0]]]))
+    torch.testing.assert_close(cand.grad, torch.tensor([[[0.0, 0.0], [0.0, -1.0]]]))
