@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..errors import DistGraphError
+from ..errors import DistGraphError, InputError
 from ..rpc.wire import WireError, dtype_name, parse_dtype, parse_shape
 from .shm import TensorMeta
 from .store import KVStore
@@ -73,11 +73,13 @@ class RequestHandler:
                 raise WireError(f"unknown op {op!r}")
             reply, out = self._ops[op](header, arrays)
             return {"ok": True, **reply}, out
+        except InputError as exc:
+            return {"ok": False, "kind": "input", "error": str(exc)}, []
         except DistGraphError as exc:
-            return {"ok": False, "error": str(exc)}, []
+            return {"ok": False, "kind": "wire" if isinstance(exc, WireError) else "other", "error": str(exc)}, []
         except Exception as exc:  # a bug must not take the server down; report it to both sides
             traceback.print_exc(file=sys.stderr)
-            return {"ok": False, "error": f"internal error handling {op!r}: {type(exc).__name__}: {exc}"}, []
+            return {"ok": False, "kind": "internal", "error": f"internal error handling {op!r}: {type(exc).__name__}: {exc}"}, []
 
     def _create(self, header: dict, arrays: list) -> tuple[dict, list]:
         shape = parse_shape(_field(header, "shape", list))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..rpc.transport import PeerAddress, RemoteError, Reply, Request
+from ..rpc.transport import PeerAddress, Reply, Request, remote_error
 from .handler import RequestHandler
 
 
@@ -24,7 +24,7 @@ class LocalChannel:
         for req in requests:
             header, arrays = self.handler({**req.header}, list(req.arrays))
             if not header.get("ok"):
-                raise RemoteError(f"{self.peers[req.peer]} refused {req.header.get('op')!r}: {header['error']}")
+                raise remote_error(self.peers[req.peer], req.header.get("op"), header)
             for target, array in zip(req.out, arrays):
                 if target is not None:
                     target.copy_(array.view(target.shape))

@@ -125,7 +125,7 @@ def make_plan(opts: LaunchOptions) -> Plan:
     if parts != len(machines):
         raise InputError(f"{opts.ip_config} lists {len(machines)} machines but {opts.part_config} has {parts} "
                          f"partitions; write one ip_config line per partition")
-    session = secrets.token_hex(6)
+    session = os.environ.get(E.SESSION) or secrets.token_hex(6)
     local = [is_local(m.ip) for m in machines]
     master = machines[0].ip
     master_port = opts.master_port or (free_port(master) if local[0] else DEFAULT_MASTER_PORT)

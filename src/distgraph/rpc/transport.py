@@ -17,7 +17,7 @@ import torch
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from ..errors import DistGraphError
+from ..errors import DistGraphError, InputError
 from . import wire
 
 HEARTBEAT_MS = 1000  # zmq pings idle connections so a vanished host is noticed too
@@ -48,6 +48,16 @@ class PeerAddress:
 
     def __str__(self) -> str:
         return f"server {self.server_id} of machine {self.machine_id} at {self.host}:{self.port}"
+
+
+class RemoteInputError(RemoteError, InputError):
+    """A server refused a request because of its content (unknown tensor, bad ids, ...)."""
+
+
+def remote_error(peer: PeerAddress, op, reply: dict) -> RemoteError:
+    """The exception for an error reply; input errors stay `InputError`s across the wire."""
+    cls = RemoteInputError if reply.get("kind") == "input" else RemoteError
+    return cls(f"{peer} refused {op!r}: {reply.get('error', 'no reason given')}")
 
 
 @dataclass
@@ -171,6 +181,9 @@ class Connections:
     def wait(self, batch: "Batch") -> list[Reply]:
         """Gather the replies of a batch before its deadline; raise the first error reply."""
         requests, pending, replies = batch.requests, batch.pending, batch.replies
+        for conn in {self._conns[requests[i].peer] for i in pending.values()}:
+            if conn.lost:  # dropped earlier and not reconnected since: fail now, not at the deadline
+                self._check_lost(conn, requests, pending)
         while pending:
             remaining = batch.deadline - time.monotonic()
             ready = dict(self._poller.poll(max(0, int(remaining * 1000)))) if remaining > 0 else {}
@@ -187,8 +200,7 @@ class Connections:
                                 f"the server died, hangs or is overloaded: check its output")
         for req, rep in zip(requests, replies):
             if not rep.header.get("ok", False):
-                raise RemoteError(f"{self.peers[req.peer]} refused {req.header.get('op')!r}: "
-                                  f"{rep.header.get('error', 'no reason given')}")
+                raise remote_error(self.peers[req.peer], req.header.get("op"), rep.header)
         return replies
 
     def _check_lost(self, conn: _Conn, requests: Sequence[Request], pending: dict[int, int]) -> None:

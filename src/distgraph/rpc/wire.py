@@ -103,6 +103,8 @@ def array_from_buffer(buf, dtype: torch.dtype, shape: tuple[int, ...], index: in
                         f"{dtype_name(dtype)}{list(shape)} = {expected} bytes")
     if expected == 0:
         return torch.empty(shape, dtype=dtype)
+    if view.readonly:  # e.g. `bytes`; zmq frames are writable and never copied here
+        view = memoryview(bytearray(view))
     raw = torch.frombuffer(view, dtype=torch.uint8)
     if dtype == torch.bool and bool((raw > 1).any()):
         raise WireError(f"array {index} is declared bool but holds bytes other than 0 and 1")

@@ -1,0 +1,191 @@
+"""Two machines on loopback (machine 0 with two servers, machine 1 with one); this test
+process is the trainer of machine 0. Rows span partitions; malformed requests get error
+replies while the servers keep serving."""
+
+import msgpack
+import pytest
+import torch
+import zmq
+
+from distgraph.errors import InputError
+from distgraph.kvstore.initializers import fill
+from distgraph.kvstore.shm import SegmentNamer
+from distgraph.kvstore.store import KVStore
+from distgraph.launch.ip_config import parse_ip_config, server_addresses
+from distgraph.optim import SparseAdagrad, SparseAdam
+from distgraph.partition import load_partition
+from distgraph.rpc import wire
+
+from .conftest import Cluster, write_ip_config
+from .test_kvstore import dense_lazy_adam
+
+N = 2000
+
+
+@pytest.fixture(scope="module")
+def cluster(parts, tmp_path_factory):
+    c = Cluster(parts[2], write_ip_config(tmp_path_factory.mktemp("ip") / "ip_config.txt", [2, 1]), [2, 1])
+    yield c
+    codes = c.stop()
+    assert all(code == 0 for code in codes.values()), codes  # SIGTERM is a clean exit
+
+
+@pytest.fixture(scope="module")
+def dist(cluster):
+    import distgraph.distributed as dist
+
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in cluster.env("trainer", 0).items():
+            mp.setenv(k, v)
+        mp.setenv("RANK", "0")
+        dist.initialize()
+        yield dist
+        dist.exit_client()
+
+
+@pytest.fixture(scope="module")
+def truth(parts):
+    """Features by (new) node id, straight from the partition files."""
+    return torch.cat([load_partition(parts[2], p).node_data["_N"]["feat"] for p in (0, 1)])
+
+
+def test_pulls_local_remote_and_mixed_keep_order_and_duplicates(dist, truth):
+    feat = dist.DistTensor((N, 16), torch.float32, "node~_N~feat")
+    lo, hi = dist.get_context().book.node_range(0, "_N")
+    cases = {
+        "local": torch.tensor([lo, hi - 1, lo, lo + 3]),
+        "one remote server": torch.tensor([hi + 5, hi, hi + 5]),
+        "mixed, unsorted": torch.tensor([N - 1, 0, hi, 0, N - 1, lo + 1, hi - 1, 17]),
+        "mixed, sorted": torch.arange(0, N, 7),
+        "random": torch.randint(0, N, (5000,), generator=torch.Generator().manual_seed(1)),
+        "empty": torch.tensor([], dtype=torch.int64),
+    }
+    for what, ids in cases.items():
+        assert torch.equal(feat[ids], truth[ids]), what
+    with pytest.raises(InputError, match="out of range"):
+        feat[torch.tensor([0, N])]
+
+
+def test_assignments_span_machines_and_reach_shared_memory(dist, cluster):
+    t = dist.DistTensor((N, 3), torch.int64, "counts", init_func=dist.Constant(7), persistent=True)
+    ids = torch.tensor([1999, 3, 1000, 999, 0, 1500])
+    t[ids] = ids.unsqueeze(1) * torch.tensor([1, 10, 100])
+    expected = torch.full((N, 3), 7, dtype=torch.int64)
+    expected[ids] = ids.unsqueeze(1) * torch.tensor([1, 10, 100])
+    assert torch.equal(t[torch.arange(N)], expected)
+    # another process of machine 1 (as a trainer there would) sees machine 1's rows in shared memory
+    book = dist.get_context().book
+    view = KVStore(1, 0, 1, lambda p: tuple(dist.PartitionPolicy(p, book).bounds),
+                   SegmentNamer(cluster.session, "g", 1), creator=False)
+    lo1, hi1 = book.node_range(1, "_N")
+    assert torch.equal(view.shard("counts").data, expected[lo1:hi1])
+
+
+def test_uniform_init_does_not_depend_on_the_partitioning(dist):
+    t = dist.DistTensor((N, 5), torch.float32, "u", init_func=dist.Uniform(-3, 3, seed=11))
+    full = torch.empty(N, 5)
+    fill(full, 0, dist.Uniform(-3, 3, seed=11).spec())
+    assert torch.equal(t[torch.arange(N)], full)
+
+
+def test_server_side_optimizers_match_dense_references(dist):
+    emb = dist.DistEmbedding(N, 6, "emb_ada", init_func=dist.Normal(0, 0.3, seed=2))
+    emb2 = dist.DistEmbedding(N, 6, "emb_adam", init_func=dist.Normal(0, 0.3, seed=2))
+    dense = torch.nn.Parameter(emb.weight[torch.arange(N)].clone())
+    start2 = emb2.weight[torch.arange(N)]
+    ref = torch.optim.Adagrad([dense], lr=0.5, eps=1e-10)
+    opt, opt2 = SparseAdagrad([emb], lr=0.5), SparseAdam([emb2], lr=0.05)
+    gen = torch.Generator().manual_seed(3)
+    steps = []
+    for _ in range(4):
+        ids = torch.randint(0, N, (800,), generator=gen)  # repeats, every server slot
+        weights = torch.randn(800, 6, generator=gen)
+        (emb(ids) * weights).sum().backward()
+        out2 = emb2(ids)
+        (out2 * weights).sum().backward()
+        steps.append((ids, out2.grad.clone()))
+        opt.step()
+        opt2.step()
+        ref.zero_grad()
+        (dense[ids] * weights).sum().backward()
+        ref.step()
+    assert torch.allclose(emb.weight[torch.arange(N)], dense.detach(), atol=1e-6)
+    assert torch.allclose(emb2.weight[torch.arange(N)], dense_lazy_adam(start2, steps, 0.05, 0.9, 0.999, 1e-8),
+                          atol=1e-5)
+
+
+def test_list_lookup_and_delete(dist):
+    client = dist.get_context().client
+    names = {t["name"] for t in client.list()}
+    assert {"node~_N~feat", "node~_N~label", "counts"} <= names
+    assert client.lookup("no-such-tensor") is None
+    assert client.lookup("node~_N~feat").shape == (N, 16)
+    dist.DistTensor((N,), torch.float32, "temp")
+    client.delete("temp")
+    assert client.lookup("temp") is None
+
+
+def _raw(frames_list, endpoint):
+    """Send raw messages to one server and collect its replies (headers)."""
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(endpoint)
+    replies = []
+    try:
+        for frames in frames_list:
+            sock.send_multipart(frames)
+            assert sock.poll(10000), f"no reply to {frames!r:.80}"
+            replies.append(wire.unpack(sock.recv_multipart())[0])
+    finally:
+        sock.close()
+    return replies
+
+
+def _msg(header, *arrays):
+    return [bytes(f) for f in wire.pack(header, arrays)]
+
+
+def _with_raw(header, *payloads):
+    return [msgpack.packb(header), *payloads]
+
+
+@pytest.mark.parametrize("server", [(0, 1), (1, 0)])
+def test_every_malformed_request_gets_an_error_reply_and_the_server_keeps_serving(dist, cluster, server):
+    dist.DistTensor((N, 16), torch.float32, "node~_N~feat")
+    peers = server_addresses(parse_ip_config(cluster.ip_config), 1)
+    peer = next(p for p in peers if (p.machine_id, p.server_id) == server)
+    lo, hi = dist.get_context().book.node_range(server[0], "_N")
+    uid = dist.get_context().client.lookup("node~_N~feat").uids[server[0]]
+    own = torch.tensor([lo])
+    bad = {
+        "garbage bytes": [b"\x00\xff\x13garbage"],
+        "header not a map": [msgpack.packb([1, 2, 3])],
+        "bad dtype": _with_raw({"op": "pull", "rid": 1, "name": "node~_N~feat", "arrays": [["float128", [1]]]}, b"x" * 16),
+        "wrong length": _with_raw({"op": "pull", "rid": 2, "name": "node~_N~feat", "arrays": [["int64", [2]]]}, b"x" * 9),
+        "ids out of range": _msg({"op": "pull", "rid": 3, "name": "node~_N~feat"}, torch.tensor([hi])),
+        "negative ids": _msg({"op": "pull", "rid": 3, "name": "node~_N~feat"}, torch.tensor([-5])),
+        "float ids": _msg({"op": "pull", "rid": 3, "name": "node~_N~feat"}, torch.tensor([1.0])),
+        "unknown tensor": _msg({"op": "pull", "rid": 4, "name": "nope"}, own),
+        "stale uid": _msg({"op": "pull", "rid": 4, "name": "node~_N~feat", "uid": "0000"}, own),
+        "unknown op": _msg({"op": "format_disk", "rid": 5}),
+        "missing name": _msg({"op": "pull", "rid": 6}, own),
+        "push values wrong length": _msg({"op": "push", "rid": 7, "name": "node~_N~feat"}, own, torch.zeros(2, 16)),
+        "push values wrong dtype": _msg({"op": "push", "rid": 7, "name": "node~_N~feat"}, own,
+                                        torch.zeros(1, 16, dtype=torch.float64)),
+        "bad optimizer": _msg({"op": "push", "rid": 8, "name": "node~_N~feat", "optimizer": {"kind": "adagrad", "lr": "x"}},
+                              own, torch.zeros(1, 16)),
+        "create bad shape": _msg({"op": "create", "rid": 9, "name": "x", "shape": [-1], "dtype": "float32",
+                                  "policy": "node~_N"}),
+        "create bad policy": _msg({"op": "create", "rid": 9, "name": "x", "shape": [N], "dtype": "float32",
+                                   "policy": "node~nope"}),
+        "bad barrier": _msg({"op": "barrier", "rid": 10, "parties": "all"}),
+        "bad hello": _msg({"op": "hello", "rid": 11, "role": "admin"}),
+    }
+    good = _msg({"op": "pull", "rid": 99, "name": "node~_N~feat", "uid": uid}, own)
+    frames = [m for msg in bad.values() for m in (msg, good)]
+    replies = _raw(frames, peer.endpoint)
+    for i, what in enumerate(bad):
+        err, ok = replies[2 * i], replies[2 * i + 1]
+        assert err["ok"] is False and err["error"], what
+        assert ok["ok"] is True and ok["rid"] == 99, f"server stopped answering after {what}"
+    assert "out of range" not in replies[0]["error"] and "msgpack" in replies[0]["error"]

@@ -1,0 +1,98 @@
+"""`distgraph launch` on loopback machines: the same script standalone and on two machines
+gives the same tensors; a failing process or Ctrl-C stops everything with the right code."""
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+import torch
+
+from .conftest import child_env, new_session, our_shm_files, write_ip_config
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def launch_argv(workspace, part_config, ip_config, command, num_trainers=1):
+    return [sys.executable, "-m", "distgraph.cli.main", "launch", "--workspace", str(workspace),
+            "--num_trainers", str(num_trainers), "--num_servers", "1", "--part_config", str(part_config),
+            "--ip_config", str(ip_config), "--num_omp_threads", "1", command]
+
+
+def by_original_id(values: torch.Tensor, part_config: Path) -> torch.Tensor:
+    new2orig = torch.from_numpy(np.load(part_config.parent / "mapping" / "node._N.npy"))
+    out = torch.empty_like(values)
+    out[new2orig] = values
+    return out
+
+
+def test_standalone_and_two_loopback_machines_give_the_same_tensors(parts, graph, tmp_path):
+    solo, multi = tmp_path / "solo", tmp_path / "multi"
+    solo.mkdir(), multi.mkdir()
+    subprocess.run([sys.executable, str(SCRIPTS / "ops.py"), "--out", str(solo), "--part_config", str(parts[1])],
+                   env=child_env(), check=True, timeout=120)
+    ip_config = write_ip_config(tmp_path / "ip_config.txt", [2, 1])  # machine 0 has two servers
+    run = subprocess.run(launch_argv(tmp_path, parts[2], ip_config, f"{sys.executable} {SCRIPTS / 'ops.py'} --out {multi}"),
+                         env=child_env(DISTGRAPH_SESSION=new_session()), capture_output=True, text=True, timeout=150)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "[0/trainer/0] all_reduce 3" in run.stdout and "[1/trainer/1] all_reduce 3" in run.stdout
+    assert "still running" not in run.stderr  # servers left on their own after the goodbyes
+    assert all(re.match(r"^\[(\d/(server|trainer)/\d|launch)\] ", line) for line in run.stderr.splitlines())
+    ref = torch.load(solo / "rank0.pt")
+    assert torch.equal(by_original_id(ref["feat"], parts[1]), graph.ndata["feat"])
+    for rank in (0, 1):
+        got = torch.load(multi / f"rank{rank}.pt")
+        assert got["role"] == "trainer" and got["env"]["RANK"] == str(rank) and got["env"]["WORLD_SIZE"] == "2"
+        assert got["env"]["LOCAL_RANK"] == "0" and got["env"]["MASTER_ADDR"] == "127.0.0.1"
+        assert torch.equal(by_original_id(got["feat"], parts[2]), graph.ndata["feat"])
+        assert torch.equal(got["counts"], ref["counts"]) and got["counts"].any()
+        assert torch.allclose(got["emb"], ref["emb"], atol=1e-6) and not torch.equal(got["emb"], ref["emb"] * 0)
+        assert torch.allclose(got["emb2"], ref["emb2"], atol=1e-6)
+
+
+def _launch_background(tmp_path, parts, mode):
+    ip_config = write_ip_config(tmp_path / "ip_config.txt", [1, 1])
+    argv = launch_argv(tmp_path, parts[2], ip_config, f"{sys.executable} {SCRIPTS / 'wait_or_fail.py'} {mode}")
+    return subprocess.Popen(argv, env=child_env(DISTGRAPH_SESSION=new_session()), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _assert_job_gone():
+    assert not psutil.Process().children(recursive=True), "launcher left processes behind"
+    assert not our_shm_files()
+
+
+def test_first_failing_process_stops_the_job_with_its_exit_code(parts, tmp_path):
+    launcher = _launch_background(tmp_path, parts, "fail")
+    out, err = launcher.communicate(timeout=150)
+    assert launcher.returncode == 3, out + err
+    assert "[launch] 1/trainer/1 exited with code 3; stopping the job" in err
+    _assert_job_gone()
+
+
+def test_ctrl_c_stops_every_process(parts, tmp_path):
+    launcher = _launch_background(tmp_path, parts, "wait")
+    ready = 0
+    deadline = time.monotonic() + 150
+    while ready < 2 and time.monotonic() < deadline:  # both trainers connected
+        line = launcher.stdout.readline()
+        ready += line.rstrip().endswith("ready")
+    assert ready == 2
+    launcher.send_signal(signal.SIGINT)
+    out, err = launcher.communicate(timeout=60)
+    assert launcher.returncode == 130, out + err
+    assert "SIGINT: stopping the job" in err
+    _assert_job_gone()
+
+
+def test_ip_config_must_list_one_machine_per_partition(parts, tmp_path):
+    ip_config = write_ip_config(tmp_path / "ip_config.txt", [1])
+    run = subprocess.run(launch_argv(tmp_path, parts[2], ip_config, "python3 -c pass"), env=child_env(),
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert "lists 1 machines but" in run.stderr and "has 2 partitions" in run.stderr
