@@ -6,10 +6,9 @@ import pytest
 import torch
 
 from distgraph.errors import InputError
-from distgraph.kge.loss import kge_loss
+from distgraph.kge.loss import add_regularization_grad, kge_loss
 from distgraph.kge.models import MODELS, create_model
 from distgraph.kge.optim import sparse_adagrad_
-from distgraph.kge.train import _regularize
 
 T = torch.tensor
 DOUBLE = {"ComplEx": (True, True), "SimplE": (True, True), "RotatE": (True, False)}
@@ -131,7 +130,7 @@ def test_regularization_gradient_matches_autograd(norm):
     x = torch.randn(5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(norm)).requires_grad_()
     (1e-2 * x.abs().pow(norm).sum()).backward()
     grad = torch.zeros_like(x)
-    value = _regularize(x.detach(), grad, 1e-2, norm)
+    value = add_regularization_grad(x.detach(), grad, 1e-2, norm)
     torch.testing.assert_close(grad, x.grad)
     assert value.item() == pytest.approx(1e-2 * x.detach().abs().pow(norm).sum().item())
 

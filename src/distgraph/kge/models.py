@@ -38,6 +38,8 @@ class KGEModel(ABC):
     # entity_dim == relation_dim * ratio is required when ratio is set
     dim_ratio: int | None = 1
     even_dims = False
+    # scoring k queries against n candidates builds (k, n, dim) temporaries (not one matmul)
+    pairwise_temporaries = False
 
     def __init__(self, hidden_dim: int, gamma: float, double_ent: bool = False, double_rel: bool = False):
         if hidden_dim < 1:
@@ -138,8 +140,10 @@ class _PairwiseL2Score(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q: Tensor, cand: Tensor, gamma: float) -> Tensor:
-        sq = torch.baddbmm((cand * cand).sum(-1).unsqueeze(-2), q, cand.transpose(-1, -2), alpha=-2)
-        dist = sq.add_((q * q).sum(-1, keepdim=True)).clamp_min_(1e-30).sqrt_()
+        # squared norms by one reduction each, half the memory traffic of (x * x).sum(-1)
+        c2 = torch.linalg.vector_norm(cand, dim=-1).square_().unsqueeze(-2)
+        q2 = torch.linalg.vector_norm(q, dim=-1).square_().unsqueeze(-1)
+        dist = torch.baddbmm(c2, q, cand.transpose(-1, -2), alpha=-2).add_(q2).clamp_min_(1e-30).sqrt_()
         if not any(ctx.needs_input_grad[:2]):
             return dist.neg_().add_(gamma)
         ctx.save_for_backward(q, cand, dist)
@@ -255,6 +259,7 @@ class RotatE(_QueryModel):
 
     name = "RotatE"
     dim_ratio = 2
+    pairwise_temporaries = True
 
     def _rotation(self, r: Tensor) -> tuple[Tensor, Tensor]:
         phase = r * (math.pi / self.emb_init)
@@ -290,6 +295,7 @@ class TransR(KGEModel):
 
     name = "TransR"
     dim_ratio = None
+    pairwise_temporaries = True
 
     def relation_tables(self) -> dict[str, int]:
         return {"relation": self.relation_dim, "projection": self.entity_dim * self.relation_dim}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import queue as queue_mod
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 import torch.multiprocessing as mp
 
@@ -59,7 +59,7 @@ def run_tasks(tasks: list[Worker], handle: Callable[[tuple], None]) -> None:
                 dead = [(i, p.exitcode) for i, p in enumerate(procs) if p.exitcode not in (None, 0)]
                 if dead:
                     raise DistGraphError(f"kge worker process {dead[0][0]} exited with code {dead[0][1]} "
-                                         f"without reporting an error (killed, or out of memory?)")
+                                         f"without reporting an error (killed, or out of memory?)") from None
                 continue
             if msg[0] == "error":
                 _raise_worker_error(msg)

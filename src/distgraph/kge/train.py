@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import ctypes
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import Tensor
 
 from .config import TrainConfig
 from .evaluate import TripleFilter, evaluate
-from .loss import kge_loss
+from .loss import add_regularization_grad, kge_loss
 from .models import KGEModel
 from .optim import sparse_adagrad_
 from .params import KGEParams
@@ -27,18 +27,6 @@ STATS = ("loss", "pos_loss", "neg_loss", "regularization", "pos_score", "neg_sco
 _PROGRESS_SECONDS = 0.5
 
 Emit = Callable[[tuple], None]
-
-
-def _regularize(x: Tensor, grad: Tensor, coef: float, norm: int) -> Tensor:
-    """Add the gradient of coef * sum |x|^norm to `grad` (norm |x|^(norm-2) x, avoiding the slow
-    `sign` and `pow` kernels for DGL-KE's default norm 3); returns the penalty."""
-    a = x.abs()
-    if norm == 1:
-        grad.add_(x.sign(), alpha=coef)
-        return coef * a.sum()
-    scaled = x if norm == 2 else x * (a if norm == 3 else a.pow(norm - 2))
-    grad.add_(scaled, alpha=coef * norm)
-    return coef * torch.vdot(scaled.reshape(-1), x.reshape(-1))
 
 
 def _coalesce(ids: Tensor, grad: Tensor) -> tuple[Tensor, Tensor]:
@@ -72,8 +60,8 @@ def train_step(model: KGEModel, params: KGEParams, batch: Batch, cfg: TrainConfi
     reg = torch.zeros(())
     if cfg.regularization_coef > 0 and cfg.regularization_norm > 0:
         with torch.no_grad():
-            reg = (_regularize(ent, ent.grad, cfg.regularization_coef, cfg.regularization_norm)
-                   + _regularize(rels[0], rels[0].grad, cfg.regularization_coef, cfg.regularization_norm))
+            reg = (add_regularization_grad(ent, ent.grad, cfg.regularization_coef, cfg.regularization_norm)
+                   + add_regularization_grad(rels[0], rels[0].grad, cfg.regularization_coef, cfg.regularization_norm))
     sparse_adagrad_(params.tables["entity"], params.states["entity"], *_coalesce(ent_ids, ent.grad), cfg.lr)
     for name, x in zip(names, rels):
         sparse_adagrad_(params.tables[name], params.states[name], *_coalesce(batch.r, x.grad), cfg.lr)
