@@ -1,8 +1,9 @@
 """One training step, and the loop each process runs: train, validate, test.
 
-A step gathers the distinct entity and relation rows the batch touches into small leaf
-tensors, scores positives and chunked negatives, back-propagates into those leaves only,
-and applies row-sparse Adagrad to the shared tables. No dense gradient of a table exists.
+A step gathers the entity rows of its heads, tails and negatives (and the relation rows of
+its triples) into leaf tensors, scores positives and chunked negatives, back-propagates into
+those leaves only, sums the gradients of repeated rows and applies row-sparse Adagrad to the
+shared tables. No dense gradient of a table exists.
 """
 
 from __future__ import annotations
