@@ -35,8 +35,8 @@ def test_raw_udd_train_only_and_other_delimiter(tmp_path):
     assert data.valid is None and data.test is None
 
 
-def test_blank_lines_and_crlf_are_ignored(tmp_path):
-    (tmp_path / "train.txt").write_text("a\tr\tb\r\n\r\n  \nb\tr\tc\r\n")
+def test_blank_lines_crlf_and_trailing_tabs_are_ignored(tmp_path):
+    (tmp_path / "train.txt").write_text("a\tr\tb\t\r\n\r\n  \nb\tr\tc\r\n")
     data = load_dataset(tmp_path, "toy", "raw_udd_hrt", ["train.txt"])
     np.testing.assert_array_equal(data.train, [[0, 0, 1], [1, 0, 2]])
 
@@ -127,3 +127,9 @@ def test_dict_round_trip_and_bad_dict(tmp_path):
     (tmp_path / "bad").write_text("0\tx\n0\ty\n")
     with pytest.raises(InputError, match="ids must be 0..1, each once"):
         read_dict(tmp_path / "bad")
+
+
+def test_bad_line_is_found_past_lines_with_trailing_tabs(tmp_path):
+    (tmp_path / "train.txt").write_text("a\tr\tb\t\nb\tr\tc\t\nc\td\n")
+    with pytest.raises(InputError, match=r"train\.txt line 3: expected 3 .*found 2"):
+        load_dataset(tmp_path, "toy", "raw_udd_hrt", ["train.txt"])

@@ -27,6 +27,7 @@ from ..errors import InputError
 BUILTIN = ("FB15k", "FB15k-237", "wn18", "wn18rr", "Freebase")
 ORDERS = tuple("".join(p) for p in permutations("hrt"))
 _BLANK_LINES = re.compile(r"(?m)^[ \t]*\n")
+_EDGE_BLANKS = re.compile(r"(?m)^[ \t]+|[ \t]+$")
 
 
 @dataclass
@@ -73,19 +74,23 @@ def _fields(path: Path, delimiter: str, ncols: int, what: str) -> list[list[str]
     nlines = text.count("\n") + 1
     tokens = text.replace("\n", delimiter).split(delimiter)
     if len(tokens) != ncols * nlines:
-        _raise_bad_line(path, raw, delimiter, ncols, what)
+        # DGL-KE strips each line first (a trailing TAB is not a field); only paid when needed
+        text = _EDGE_BLANKS.sub("", text)
+        tokens = text.replace("\n", delimiter).split(delimiter)
+        if len(tokens) != ncols * nlines:
+            _raise_bad_line(path, raw, delimiter, ncols, what)
     return [tokens[c::ncols] for c in range(ncols)]
 
 
 def _raise_bad_line(path: Path, raw: str, delimiter: str, ncols: int, what: str) -> None:
     """Name the first line without `ncols` fields (error path only)."""
     for i, line in enumerate(raw.split("\n")):
-        n = len(line.split(delimiter))
+        n = len(line.strip(" \t").split(delimiter))
         if line.strip() and n != ncols:
             shown = "TAB" if delimiter == "\t" else repr(delimiter)
             raise InputError(f"{path} line {i + 1}: expected {ncols} {shown}-separated fields in a {what} "
                              f"file, found {n}: {line[:200]!r}; fix the line or pass the right --delimiter")
-    raise InputError(f"{path}: a field contains a line break")
+    raise InputError(f"{path}: the fields do not come in rows of {ncols}; check --delimiter and blank lines")
 
 
 def _ids(tokens: list[str], index: dict[str, int], path: Path, kind: str) -> np.ndarray:
