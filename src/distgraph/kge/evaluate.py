@@ -37,6 +37,7 @@ class _Groups:
 
     @classmethod
     def build(cls, group: Tensor, value: Tensor) -> _Groups:
+        """Group `value` by `group` with one sort."""
         order = torch.argsort(group)
         keys, counts = torch.unique_consecutive(group[order], return_counts=True)
         offsets = torch.zeros(len(keys) + 1, dtype=torch.int64)
@@ -55,6 +56,7 @@ class _Groups:
         return rows, self.values[idx]
 
     def share_memory_(self) -> _Groups:
+        """Move the arrays to shared memory for worker processes."""
         for t in (self.keys, self.offsets, self.values):
             t.share_memory_()
         return self
@@ -81,6 +83,7 @@ class TripleFilter:
         return groups.lookup(anchor * self.n_relations + rel)
 
     def share_memory_(self) -> TripleFilter:
+        """Move the arrays to shared memory for worker processes."""
         self.tails.share_memory_()
         self.heads.share_memory_()
         return self

@@ -101,13 +101,13 @@ class _QueryModel(KGEModel):
     def match_pairs(self, q: Tensor, x: Tensor) -> Tensor:
         """Scores of queries (..., d) against their own entity (..., d) -> (...)."""
 
-    def pair(self, h, rel, t):
+    def pair(self, h: Tensor, rel: tuple[Tensor, ...], t: Tensor) -> Tensor:
         return self.match_pairs(self.query_tail(h, rel), t)
 
-    def tails(self, h, rel, cand):
+    def tails(self, h: Tensor, rel: tuple[Tensor, ...], cand: Tensor) -> Tensor:
         return self.match(self.query_tail(h, rel), cand)
 
-    def heads(self, cand, rel, t):
+    def heads(self, cand: Tensor, rel: tuple[Tensor, ...], t: Tensor) -> Tensor:
         return self.match(self.query_head(t, rel), cand)
 
 
@@ -163,16 +163,16 @@ class TransE_l2(_QueryModel):
 
     name = "TransE_l2"
 
-    def query_tail(self, h, rel):
+    def query_tail(self, h: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         return h + rel[0]
 
-    def query_head(self, t, rel):
+    def query_head(self, t: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         return t - rel[0]
 
-    def match(self, q, cand):
+    def match(self, q: Tensor, cand: Tensor) -> Tensor:
         return _PairwiseL2Score.apply(q, cand, self.gamma)
 
-    def match_pairs(self, q, x):
+    def match_pairs(self, q: Tensor, x: Tensor) -> Tensor:
         return self.gamma - torch.linalg.vector_norm(q - x, ord=2, dim=-1)
 
 
@@ -181,10 +181,10 @@ class TransE_l1(TransE_l2):
 
     name = "TransE_l1"
 
-    def match(self, q, cand):
+    def match(self, q: Tensor, cand: Tensor) -> Tensor:
         return self.gamma - torch.cdist(q, cand, p=1)
 
-    def match_pairs(self, q, x):
+    def match_pairs(self, q: Tensor, x: Tensor) -> Tensor:
         return self.gamma - (q - x).abs().sum(-1)
 
 
@@ -193,10 +193,10 @@ class DistMult(_Dot):
 
     name = "DistMult"
 
-    def query_tail(self, h, rel):
+    def query_tail(self, h: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         return h * rel[0]
 
-    def query_head(self, t, rel):
+    def query_head(self, t: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         return t * rel[0]
 
 
@@ -206,12 +206,12 @@ class ComplEx(_Dot):
     name = "ComplEx"
     even_dims = True
 
-    def query_tail(self, h, rel):
+    def query_tail(self, h: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         hr, hi = _halves(h)
         rr, ri = _halves(rel[0])
         return torch.cat([hr * rr - hi * ri, hr * ri + hi * rr], -1)
 
-    def query_head(self, t, rel):
+    def query_head(self, t: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         tr, ti = _halves(t)
         rr, ri = _halves(rel[0])
         return torch.cat([rr * tr + ri * ti, rr * ti - ri * tr], -1)
@@ -228,10 +228,10 @@ class RESCAL(_Dot):
     def _mat(self, m: Tensor) -> Tensor:
         return m.reshape(*m.shape[:-1], self.relation_dim, self.entity_dim)
 
-    def query_tail(self, h, rel):
+    def query_tail(self, h: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         return torch.matmul(h.unsqueeze(-2), self._mat(rel[0])).squeeze(-2)
 
-    def query_head(self, t, rel):
+    def query_head(self, t: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         return torch.matmul(self._mat(rel[0]), t.unsqueeze(-1)).squeeze(-1)
 
 
@@ -243,12 +243,12 @@ class SimplE(_Dot):
     scale = 0.5
     clamp = 20.0
 
-    def query_tail(self, h, rel):
+    def query_tail(self, h: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         hi, hj = _halves(h)
         r, rinv = _halves(rel[0])
         return torch.cat([hj * rinv, hi * r], -1)
 
-    def query_head(self, t, rel):
+    def query_head(self, t: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         ti, tj = _halves(t)
         r, rinv = _halves(rel[0])
         return torch.cat([r * tj, rinv * ti], -1)
@@ -265,12 +265,12 @@ class RotatE(_QueryModel):
         phase = r * (math.pi / self.emb_init)
         return torch.cos(phase), torch.sin(phase)
 
-    def query_tail(self, h, rel):
+    def query_tail(self, h: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         hr, hi = _halves(h)
         c, s = self._rotation(rel[0])
         return torch.cat([hr * c - hi * s, hr * s + hi * c], -1)
 
-    def query_head(self, t, rel):
+    def query_head(self, t: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         tr, ti = _halves(t)
         c, s = self._rotation(rel[0])
         return torch.cat([tr * c + ti * s, ti * c - tr * s], -1)
@@ -279,12 +279,12 @@ class RotatE(_QueryModel):
     def _modulus_sum(re: Tensor, im: Tensor) -> Tensor:
         return (re * re + im * im).clamp_min(1e-30).sqrt().sum(-1)
 
-    def match(self, q, cand):
+    def match(self, q: Tensor, cand: Tensor) -> Tensor:
         qr, qi = _halves(q.unsqueeze(-2))
         cr, ci = _halves(cand.unsqueeze(-3))
         return self.gamma - self._modulus_sum(qr - cr, qi - ci)
 
-    def match_pairs(self, q, x):
+    def match_pairs(self, q: Tensor, x: Tensor) -> Tensor:
         qr, qi = _halves(q)
         xr, xi = _halves(x)
         return self.gamma - self._modulus_sum(qr - xr, qi - xi)
@@ -312,16 +312,16 @@ class TransR(KGEModel):
         mats = m.reshape(*m.shape[:-1], self.entity_dim, self.relation_dim)
         return torch.matmul(cand.unsqueeze(1), mats)
 
-    def pair(self, h, rel, t):
+    def pair(self, h: Tensor, rel: tuple[Tensor, ...], t: Tensor) -> Tensor:
         r, m = rel
         return self.gamma - (self._project(h, m) + r - self._project(t, m)).abs().sum(-1)
 
-    def tails(self, h, rel, cand):
+    def tails(self, h: Tensor, rel: tuple[Tensor, ...], cand: Tensor) -> Tensor:
         r, m = rel
         q = self._project(h, m) + r
         return self.gamma - (q.unsqueeze(-2) - self._project_all(cand, m)).abs().sum(-1)
 
-    def heads(self, cand, rel, t):
+    def heads(self, cand: Tensor, rel: tuple[Tensor, ...], t: Tensor) -> Tensor:
         r, m = rel
         q = self._project(t, m) - r
         return self.gamma - (self._project_all(cand, m) - q.unsqueeze(-2)).abs().sum(-1)

@@ -41,6 +41,7 @@ class Reporter:
         return sum(t for _, t in self.trained)
 
     def __call__(self, msg: tuple) -> None:
+        """Handle one worker message: progress, log, trained, or metrics."""
         kind, rank = msg[0], msg[1]
         if kind == "progress":
             self.bar.update(msg[2] - self.steps[rank])
