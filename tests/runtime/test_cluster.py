@@ -66,6 +66,16 @@ def test_pulls_local_remote_and_mixed_keep_order_and_duplicates(dist, truth):
         feat[torch.tensor([0, N])]
 
 
+def test_remote_pulls_cut_into_pieces_reassemble_in_order(dist, truth, monkeypatch):
+    import distgraph.kvstore.client as client_module
+
+    monkeypatch.setattr(client_module, "CHUNK_BYTES", 64 * 7)  # 7 rows of 16 float32 per request
+    feat = dist.DistTensor((N, 16), torch.float32, "node~_N~feat")
+    hi = dist.get_context().book.node_range(0, "_N")[1]
+    for ids in (torch.arange(hi, N, 3), torch.randint(0, N, (300,), generator=torch.Generator().manual_seed(2))):
+        assert torch.equal(feat[ids], truth[ids])
+
+
 def test_assignments_span_machines_and_reach_shared_memory(dist, cluster):
     t = dist.DistTensor((N, 3), torch.int64, "counts", init_func=dist.Constant(7), persistent=True)
     ids = torch.tensor([1999, 3, 1000, 999, 0, 1500])
@@ -160,8 +170,10 @@ def test_every_malformed_request_gets_an_error_reply_and_the_server_keeps_servin
     bad = {
         "garbage bytes": [b"\x00\xff\x13garbage"],
         "header not a map": [msgpack.packb([1, 2, 3])],
-        "bad dtype": _with_raw({"op": "pull", "rid": 1, "name": "node~_N~feat", "arrays": [["float128", [1]]]}, b"x" * 16),
-        "wrong length": _with_raw({"op": "pull", "rid": 2, "name": "node~_N~feat", "arrays": [["int64", [2]]]}, b"x" * 9),
+        "bad dtype": _with_raw({"op": "pull", "rid": 1, "name": "node~_N~feat",
+                                "arrays": [["float128", [1]]]}, b"x" * 16),
+        "wrong length": _with_raw({"op": "pull", "rid": 2, "name": "node~_N~feat",
+                                   "arrays": [["int64", [2]]]}, b"x" * 9),
         "ids out of range": _msg({"op": "pull", "rid": 3, "name": "node~_N~feat"}, torch.tensor([hi])),
         "negative ids": _msg({"op": "pull", "rid": 3, "name": "node~_N~feat"}, torch.tensor([-5])),
         "float ids": _msg({"op": "pull", "rid": 3, "name": "node~_N~feat"}, torch.tensor([1.0])),
@@ -172,8 +184,8 @@ def test_every_malformed_request_gets_an_error_reply_and_the_server_keeps_servin
         "push values wrong length": _msg({"op": "push", "rid": 7, "name": "node~_N~feat"}, own, torch.zeros(2, 16)),
         "push values wrong dtype": _msg({"op": "push", "rid": 7, "name": "node~_N~feat"}, own,
                                         torch.zeros(1, 16, dtype=torch.float64)),
-        "bad optimizer": _msg({"op": "push", "rid": 8, "name": "node~_N~feat", "optimizer": {"kind": "adagrad", "lr": "x"}},
-                              own, torch.zeros(1, 16)),
+        "bad optimizer": _msg({"op": "push", "rid": 8, "name": "node~_N~feat",
+                               "optimizer": {"kind": "adagrad", "lr": "x"}}, own, torch.zeros(1, 16)),
         "create bad shape": _msg({"op": "create", "rid": 9, "name": "x", "shape": [-1], "dtype": "float32",
                                   "policy": "node~_N"}),
         "create bad policy": _msg({"op": "create", "rid": 9, "name": "x", "shape": [N], "dtype": "float32",

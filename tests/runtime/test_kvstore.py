@@ -4,7 +4,7 @@
 import pytest
 import torch
 
-from distgraph.errors import InputError
+from distgraph.errors import DistGraphError, InputError
 from distgraph.kvstore import initializers
 from distgraph.kvstore.shm import SegmentNamer
 from distgraph.kvstore.store import KVStore, UnknownTensor
@@ -168,3 +168,10 @@ def test_coalesce_sums_duplicates_and_sorts():
     assert ids.tolist() == [0, 1, 3] and grads.flatten().tolist() == [8.0, 2.0, 5.0]
     ids, grads = coalesce(torch.tensor([2, 0]), torch.tensor([[1.0], [2.0]]))
     assert ids.tolist() == [0, 2] and grads.flatten().tolist() == [2.0, 1.0]
+
+
+def test_tensor_larger_than_free_shared_memory_is_refused():
+    store = KVStore(0, 0, 1, lambda p: (0, 10), SegmentNamer(new_session(), "g", 0), creator=True)
+    with pytest.raises(DistGraphError, match="GiB of shared memory"):
+        store.create("huge", (10, 1 << 40), torch.float32, "node~_N")
+    store.close()

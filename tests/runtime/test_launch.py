@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-import pytest
 import torch
 
 from .conftest import child_env, new_session, our_shm_files, write_ip_config
@@ -37,7 +36,8 @@ def test_standalone_and_two_loopback_machines_give_the_same_tensors(parts, graph
     subprocess.run([sys.executable, str(SCRIPTS / "ops.py"), "--out", str(solo), "--part_config", str(parts[1])],
                    env=child_env(), check=True, timeout=120)
     ip_config = write_ip_config(tmp_path / "ip_config.txt", [2, 1])  # machine 0 has two servers
-    run = subprocess.run(launch_argv(tmp_path, parts[2], ip_config, f"{sys.executable} {SCRIPTS / 'ops.py'} --out {multi}"),
+    command = f"{sys.executable} {SCRIPTS / 'ops.py'} --out {multi}"
+    run = subprocess.run(launch_argv(tmp_path, parts[2], ip_config, command),
                          env=child_env(DISTGRAPH_SESSION=new_session()), capture_output=True, text=True, timeout=150)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "[0/trainer/0] all_reduce 3" in run.stdout and "[1/trainer/1] all_reduce 3" in run.stdout

@@ -108,7 +108,8 @@ class DistTensor:
         self._client.push(self._handle, as_id_tensor(ids, "DistTensor ids"), values, optimizer)
 
     def __repr__(self) -> str:
-        return f"DistTensor(shape={list(self.shape)}, dtype={self.dtype}, name={self.name!r}, policy={self._policy.policy_str!r})"
+        return (f"DistTensor(shape={list(self.shape)}, dtype={self.dtype}, name={self.name!r}, "
+                f"policy={self._policy.policy_str!r})")
 
     def __del__(self):
         if getattr(self, "_owner", False) and not self._persistent:

@@ -45,6 +45,7 @@ class Context:
     client: KVClient
     policies: PolicyTable
     timeouts: Timeouts
+    servers_stopped: bool = False  # after shutdown_servers(): no goodbye to send
 
     @property
     def standalone(self) -> bool:
@@ -159,6 +160,7 @@ def shutdown_servers() -> None:
     ctx = get_context()
     if not ctx.standalone:
         ctx.client.shutdown_servers()
+        ctx.servers_stopped = True
 
 
 def exit_client() -> None:
@@ -168,7 +170,7 @@ def exit_client() -> None:
     if ctx is None:
         return
     try:
-        if not ctx.standalone:
+        if not ctx.standalone and not ctx.servers_stopped:
             ctx.client.goodbye()
     except DistGraphError as exc:
         print(f"distgraph: could not say goodbye to the servers: {exc}", file=sys.stderr)

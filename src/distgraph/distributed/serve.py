@@ -38,7 +38,8 @@ def serve(env: ProcessEnv) -> None:
         raise InputError(f"machine id {env.machine_id} is out of range: {env.ip_config} lists {len(machines)} machines")
     num_servers = machines[env.machine_id].server_count(env.num_servers)
     if not 0 <= env.server_id < num_servers:
-        raise InputError(f"server id {env.server_id} is out of range: machine {env.machine_id} has {num_servers} servers")
+        raise InputError(f"server id {env.server_id} is out of range: machine {env.machine_id} "
+                         f"has {num_servers} servers")
     peer = next(p for p in peers if (p.machine_id, p.server_id) == (env.machine_id, env.server_id))
     label = f"distgraph {peer}"
     book = load_partition_book(env.part_config, env.machine_id)

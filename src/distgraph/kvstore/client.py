@@ -8,6 +8,7 @@ included. While remote requests are in flight the local rows are copied, so both
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -21,6 +22,11 @@ from ..rpc.wire import dtype_name, parse_dtype
 from .local import LocalChannel
 from .routing import slot_bounds, slot_of
 from .store import KVStore, PolicyResolver
+
+# Requests carry at most this many bytes of rows, so that a server works on one piece while
+# the next one travels and no message needs a huge fresh buffer (measured on loopback with
+# 512-byte rows: pulls and Adagrad pushes of 100k rows 1.5x faster, 10k rows unchanged).
+CHUNK_BYTES = 2 << 20
 
 Initializer = dict | Callable[[tuple[int, ...], torch.dtype], torch.Tensor] | None
 
@@ -129,7 +135,8 @@ class KVClient:
             else:
                 headers = [{**base, "init": init}] * self.num_machines
             replies = self._leaders_call(headers, arrays)
-            return self._handle(name, shape, dtype, policy, [r["uid"] for r in replies]), any(r["created"] for r in replies)
+            handle = self._handle(name, shape, dtype, policy, [r["uid"] for r in replies])
+            return handle, any(r["created"] for r in replies)
 
     def lookup(self, name: str) -> TensorHandle | None:
         """The handle of an existing tensor, or None if it does not exist."""
@@ -195,6 +202,17 @@ class KVClient:
         first = self.leaders[self.machine_id]
         return offsets[first], offsets[first + self.servers_per_machine[self.machine_id]]
 
+    @staticmethod
+    def _pieces(h: TensorHandle, offsets: list[int], skip: tuple[int, int]):
+        """(slot, start, end) of every request: each slot's grouped span outside `skip`, cut
+        into pieces of at most CHUNK_BYTES (requests to one server are answered in order)."""
+        row_bytes = torch.empty((), dtype=h.dtype).element_size() * math.prod(h.row_shape)
+        chunk = max(1, CHUNK_BYTES // max(1, row_bytes))
+        for slot in range(len(offsets) - 1):
+            if not skip[0] <= offsets[slot] < skip[1]:
+                for s in range(offsets[slot], offsets[slot + 1], chunk):
+                    yield slot, s, min(s + chunk, offsets[slot + 1])
+
     def pull(self, h: TensorHandle, ids: torch.Tensor) -> torch.Tensor:
         """Rows `ids` of the tensor, in the order given (duplicates repeated)."""
         ids, mn, mx = self._check_ids(h, ids)
@@ -208,13 +226,10 @@ class KVClient:
             order, grouped, offsets = self._split(h, ids)
             a, b = self._local_span(h, offsets)
             reqs, spans = [], []
-            for slot in range(len(offsets) - 1):
-                s, e = offsets[slot], offsets[slot + 1]
-                if e > s and not a <= s < b:
-                    target = [out[s:e]] if order is None else []
-                    reqs.append(Request(slot, {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot]]},
-                                        [grouped[s:e]], target))
-                    spans.append((s, e))
+            for slot, s, e in self._pieces(h, offsets, (a, b)):
+                header = {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot]]}
+                reqs.append(Request(slot, header, [grouped[s:e]], [out[s:e]] if order is None else []))
+                spans.append((s, e))
             batch = self.channel.start(reqs)
             if b > a:
                 rows = grouped[a:b] - lo
@@ -253,10 +268,8 @@ class KVClient:
             header = {"op": "push", "name": h.name}
             if optimizer is not None:
                 header["optimizer"] = optimizer
-            reqs = [Request(slot, {**header, "uid": h.uids[self.slot_machine[slot]]},
-                            [grouped[offsets[slot]:offsets[slot + 1]], values[offsets[slot]:offsets[slot + 1]]])
-                    for slot in range(len(offsets) - 1)
-                    if offsets[slot + 1] > offsets[slot] and not a <= offsets[slot] < b]
+            reqs = [Request(slot, {**header, "uid": h.uids[self.slot_machine[slot]]}, [grouped[s:e], values[s:e]])
+                    for slot, s, e in self._pieces(h, offsets, (a, b))]
             batch = self.channel.start(reqs)
             if b > a:
                 h.local.index_copy_(0, grouped[a:b] - lo, values[a:b])

@@ -79,7 +79,8 @@ class RequestHandler:
             return {"ok": False, "kind": "wire" if isinstance(exc, WireError) else "other", "error": str(exc)}, []
         except Exception as exc:  # a bug must not take the server down; report it to both sides
             traceback.print_exc(file=sys.stderr)
-            return {"ok": False, "kind": "internal", "error": f"internal error handling {op!r}: {type(exc).__name__}: {exc}"}, []
+            error = f"internal error handling {op!r}: {type(exc).__name__}: {exc}"
+            return {"ok": False, "kind": "internal", "error": error}, []
 
     def _create(self, header: dict, arrays: list) -> tuple[dict, list]:
         shape = parse_shape(_field(header, "shape", list))

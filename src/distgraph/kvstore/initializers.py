@@ -27,7 +27,8 @@ def check_spec(spec: Any) -> dict:
         raise InputError(f"initializer must be a map with 'kind' in {sorted(_PARAMS)}, got {spec!r}")
     kind = spec["kind"]
     if set(spec) != {"kind", *_PARAMS[kind]}:
-        raise InputError(f"initializer {kind!r} takes exactly {list(_PARAMS[kind])}, got {sorted(set(spec) - {'kind'})}")
+        raise InputError(f"initializer {kind!r} takes exactly {list(_PARAMS[kind])}, "
+                         f"got {sorted(set(spec) - {'kind'})}")
     for k in _PARAMS[kind]:
         v = spec[k]
         if k == "seed":

@@ -25,10 +25,10 @@ class LocalChannel:
             header, arrays = self.handler({**req.header}, list(req.arrays))
             if not header.get("ok"):
                 raise remote_error(self.peers[req.peer], req.header.get("op"), header)
-            for target, array in zip(req.out, arrays):
-                if target is not None:
-                    target.copy_(array.view(target.shape))
-            replies.append(Reply(header, [t if t is not None else a for t, a in zip(req.out, arrays)] + arrays[len(req.out):]))
+            for i, target in enumerate(req.out[:len(arrays)]):
+                if target is not None:  # honour `out` as the network channel does
+                    arrays[i] = target.copy_(arrays[i].view(target.shape))
+            replies.append(Reply(header, arrays))
         return replies
 
     def wait(self, batch: list[Reply]) -> list[Reply]:

@@ -15,6 +15,7 @@ import json
 import mmap
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,8 +119,14 @@ def _view(buf: mmap.mmap, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.T
 
 
 def create_segment(segment: str, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
-    """A new zero-filled shared tensor (tmpfs pages are zero until written)."""
-    return _view(_map(SHM_DIR / segment, nbytes(dtype, shape), create=True), dtype, shape)
+    """A new zero-filled shared tensor (tmpfs pages are zero until written). The free space
+    is checked first: writing past a full tmpfs would kill the process with SIGBUS."""
+    size = nbytes(dtype, shape)
+    free = shutil.disk_usage(SHM_DIR).free
+    if size > free:
+        raise SharedMemoryError(f"a {list(shape)} {dtype} tensor needs {size / 2**30:.2f} GiB of shared memory but "
+                                f"{SHM_DIR} has {free / 2**30:.2f} GiB free; enlarge it or use fewer/smaller tensors")
+    return _view(_map(SHM_DIR / segment, size, create=True), dtype, shape)
 
 
 def attach_segment(meta: TensorMeta) -> torch.Tensor:

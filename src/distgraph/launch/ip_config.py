@@ -16,7 +16,8 @@ from ..errors import InputError
 from ..rpc.transport import PeerAddress
 
 DEFAULT_PORT = 30050
-_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,8 @@ def parse_ip_config(path: str | Path) -> list[MachineSpec]:
     return parse_ip_config_text(text, str(p))
 
 
-def server_addresses(machines: list[MachineSpec], default_num_servers: int, source: str = "ip_config") -> list[PeerAddress]:
+def server_addresses(machines: list[MachineSpec], default_num_servers: int,
+                     source: str = "ip_config") -> list[PeerAddress]:
     """Every server's address, machine-major; overlapping port ranges on one host are an error."""
     peers, used = [], {}
     for m, spec in enumerate(machines):

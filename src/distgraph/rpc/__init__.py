@@ -4,5 +4,5 @@ from .transport import (Connections, PeerAddress, PeerError, RemoteError, Remote
                         ServerSocket)
 from .wire import WireError, dtype_name, pack, parse_dtype, unpack
 
-__all__ = ["Connections", "PeerAddress", "PeerError", "RemoteError", "RemoteInputError", "Reply", "Request", "ServerSocket",
-           "WireError", "dtype_name", "parse_dtype", "pack", "unpack"]
+__all__ = ["Connections", "PeerAddress", "PeerError", "RemoteError", "RemoteInputError", "Reply", "Request",
+           "ServerSocket", "WireError", "dtype_name", "parse_dtype", "pack", "unpack"]

@@ -174,7 +174,8 @@ class Connections:
             try:
                 conn.socket.send_multipart(wire.pack({**req.header, "rid": rid}, req.arrays), copy=False)
             except zmq.Again:
-                raise PeerError(f"cannot send to {conn.peer} within {timeout:g} s; it is not accepting requests") from None
+                raise PeerError(f"cannot send to {conn.peer} within {timeout:g} s; "
+                                f"it is not accepting requests") from None
             batch.pending[rid] = i
         return batch
 
@@ -226,7 +227,8 @@ class Connections:
                 if not sock.getsockopt(zmq.RCVMORE):
                     raise PeerError(f"{conn.peer} sent a reply with fewer frames than its header declares")
                 target = out[i] if i < len(out) else None
-                if target is not None and target.dtype == dtype and target.numel() == _numel(shape) and target.is_contiguous():
+                fits = target is not None and target.dtype == dtype and target.is_contiguous()
+                if fits and target.numel() == _numel(shape):
                     expected = wire.nbytes(dtype, shape)
                     size = sock.recv_into(wire.array_buffer(target)) if expected else _skip(sock)
                     if size != expected:

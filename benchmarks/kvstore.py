@@ -1,0 +1,208 @@
+"""KVStore throughput: pull and push rows/s of 128-dim float32 rows, for 1k/10k/100k ids per
+request, rows of this machine (shared memory) and of another machine (two machines on
+loopback), beside two limits measured in the same run: `torch.index_select` on an array of
+the same size in one process (the hardware limit), and the loopback transport (a zmq
+server returning a ready buffer of the same size: the ceiling of any remote pull here).
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/kvstore.py [--rows_per_machine 500000]
+
+Prints `key: value` lines. Cleans up its servers and shared memory even on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import multiprocessing
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import psutil  # noqa: E402
+import torch  # noqa: E402
+import zmq  # noqa: E402
+
+SIZES = (1_000, 10_000, 100_000)
+DIM = 128
+TARGETS = {"local_pull": 0.8, "remote_pull": 0.4}  # fractions of the index_select limit, at 10k ids
+PUSH_TARGET = 1e6  # rows/s with server-side Adagrad, at 10k ids
+
+
+def rate(fn, n: int, seconds: float) -> float:
+    """Rows per second of `fn` (which handles n rows), after one warm-up call."""
+    fn()
+    count, start = 0, time.perf_counter()
+    while True:
+        fn()
+        count += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds and count >= 3:
+            return count * n / elapsed
+
+
+def report(key: str, value) -> None:
+    print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}", flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _echo_server(port: int, sizes: tuple[int, ...]) -> None:
+    """Child process: answer each request with a ready buffer of the requested row count."""
+    torch.set_num_threads(1)
+    sock = zmq.Context.instance().socket(zmq.ROUTER)
+    sock.bind(f"tcp://127.0.0.1:{port}")
+    buffers = {n: torch.randn(n, DIM) for n in sizes}
+    while True:
+        ident, msg = sock.recv_multipart()
+        if msg == b"stop":
+            break
+        sock.send_multipart([ident, buffers[int(msg)].numpy()], copy=False)
+    sock.close()
+
+
+def transport_limit(sizes: tuple[int, ...], seconds: float) -> dict[int, float]:
+    port = free_port()
+    child = multiprocessing.get_context("spawn").Process(target=_echo_server, args=(port, sizes))
+    child.start()
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(f"tcp://127.0.0.1:{port}")
+    out = {}
+    try:
+        for n in sizes:
+            dest = torch.empty(n, DIM)
+
+            def fetch(n=n, dest=dest):
+                sock.send(str(n).encode())
+                if not sock.poll(60_000):
+                    raise RuntimeError("transport benchmark server did not answer")
+                sock.recv_into(dest.numpy())
+
+            out[n] = rate(fetch, n, seconds)
+        sock.send(b"stop")
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+        sock.close()
+    return out
+
+
+def start_servers(work: Path, rows_per_machine: int, session: str) -> tuple[list[subprocess.Popen], dict[str, str]]:
+    """Two machines on loopback, one server each, over a 2-part partition of `2 * rows` nodes."""
+    from distgraph.data import generate_sbm
+    from distgraph.partition import partition_graph
+
+    g = generate_sbm(2 * rows_per_machine, 2 * rows_per_machine, feat_dim=1, seed=0)
+    partition_graph(g, "bench", 2, work / "parts", part_method="random")
+    ip = work / "ip_config.txt"
+    ip.write_text(f"127.0.0.1 {free_port()}\n127.0.0.1 {free_port()}\n")
+    env = {"DISTGRAPH_IP_CONFIG": str(ip), "DISTGRAPH_PART_CONFIG": str(work / "parts" / "bench.json"),
+           "DISTGRAPH_SESSION": session, "DISTGRAPH_NUM_TRAINERS": "1"}
+    procs = [subprocess.Popen([sys.executable, "-m", "distgraph.server"],
+                              env={**os.environ, **env, "DISTGRAPH_ROLE": "server", "DISTGRAPH_MACHINE_ID": str(m)})
+             for m in (0, 1)]
+    return procs, env
+
+
+def kvstore_rates(dist, rows_per_machine: int, seconds: float) -> dict[str, dict[int, float]]:
+    from distgraph.optim.sparse import coalesce
+
+    ctx = dist.get_context()
+    n = 2 * rows_per_machine
+    t = dist.DistTensor((n, DIM), torch.float32, "bench", init_func=dist.Uniform(-1, 1), part_policy="node~_N")
+    ranges = {"local": ctx.book.node_range(0, "_N"), "remote": ctx.book.node_range(1, "_N")}
+    gen = torch.Generator().manual_seed(0)
+    adagrad = {"kind": "adagrad", "lr": 0.01, "eps": 1e-10}
+    out: dict[str, dict[int, float]] = {}
+    for where, (lo, hi) in ranges.items():
+        for size in SIZES:
+            ids = torch.randint(lo, hi, (size,), generator=gen)
+            unique = (lo + torch.randperm(hi - lo, generator=gen)[:size]).sort().values
+            grads = torch.randn(size, DIM, generator=gen) * 1e-3
+            out.setdefault(f"{where}_pull", {})[size] = rate(lambda: t[ids], size, seconds)
+            out.setdefault(f"{where}_push_assign", {})[size] = rate(lambda: t.push_rows(unique, grads), size, seconds)
+            out.setdefault(f"{where}_push_adagrad", {})[size] = rate(
+                lambda: t.push_rows(unique, grads, adagrad), size, seconds)
+            out.setdefault(f"{where}_sparse_adagrad_step", {})[size] = rate(
+                lambda: t.push_rows(*coalesce(ids, grads), adagrad), size, seconds)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows_per_machine", type=int, default=500_000)
+    parser.add_argument("--seconds", type=float, default=1.5, help="measuring time per figure")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    report("date", datetime.date.today().isoformat())
+    report("machine", f"{platform.machine()} {psutil.cpu_count()} cores "
+                      f"{psutil.virtual_memory().total / 2**30:.0f} GiB, torch {torch.__version__}")
+    report("rows_per_machine", args.rows_per_machine)
+    report("dim", DIM)
+
+    # The limit: the same gather on a local array, returning a new tensor as `t[ids]` does,
+    # and into a reused buffer (no page faults); ratios use the faster of the two.
+    array = torch.randn(args.rows_per_machine, DIM)
+    limit = {}
+    for size in SIZES:
+        ids = torch.randint(0, args.rows_per_machine, (size,))
+        dest = torch.empty(size, DIM)
+        fresh = rate(lambda: torch.index_select(array, 0, ids), size, args.seconds)
+        reused = rate(lambda: torch.index_select(array, 0, ids, out=dest), size, args.seconds)
+        limit[size] = max(fresh, reused)
+        report(f"limit_index_select_{size // 1000}k_rows_per_s", fresh)
+        report(f"limit_index_select_into_buffer_{size // 1000}k_rows_per_s", reused)
+    del array
+    transport = transport_limit(SIZES, args.seconds)
+    for size in SIZES:
+        report(f"limit_loopback_transport_{size // 1000}k_rows_per_s", transport[size])
+
+    from distgraph.kvstore.shm import SHM_DIR, PREFIX
+
+    session = f"bench{os.getpid()}"
+    with tempfile.TemporaryDirectory() as tmp:
+        procs, env = start_servers(Path(tmp), args.rows_per_machine, session)
+        try:
+            os.environ.update(env, DISTGRAPH_ROLE="trainer", DISTGRAPH_MACHINE_ID="0", RANK="0")
+            import distgraph.distributed as dist
+
+            dist.initialize()
+            results = kvstore_rates(dist, args.rows_per_machine, args.seconds)
+            dist.shutdown_servers()
+            dist.exit_client()
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()
+                p.wait(30)
+            for f in SHM_DIR.glob(f"{PREFIX}.{session}.*"):
+                f.unlink()
+    for key, by_size in results.items():
+        for size, value in by_size.items():
+            report(f"{key}_{size // 1000}k_rows_per_s", value)
+    ten = 10_000
+    for key, target in TARGETS.items():
+        ratio = results[key][ten] / limit[ten]
+        report(f"{key}_10k_ratio_to_limit", ratio)
+        report(f"target_{key}_10k_ge_{target}x", "met" if ratio >= target else "missed")
+    report("remote_pull_10k_ratio_to_transport", results["remote_pull"][ten] / transport[ten])
+    for where in ("local", "remote"):
+        value = results[f"{where}_push_adagrad"][ten]
+        report(f"target_{where}_push_adagrad_10k_ge_1M_rows_per_s", "met" if value >= PUSH_TARGET else "missed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
