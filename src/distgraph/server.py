@@ -17,7 +17,7 @@ def main() -> int:
         if env is None or env.role != "server":
             raise DistGraphError(f"set {ROLE}=server and the other DISTGRAPH_* variables "
                                  f"(or start servers with `distgraph launch`)")
-        serve(env)
+        serve(env.with_defaults(None, 1, 0, None))
     except DistGraphError as exc:
         print(f"distgraph.server: error: {exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ Samplers (issue 4) are started by their trainer, not by the launcher: a trainer 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from ..errors import InputError
@@ -79,12 +79,12 @@ class ProcessEnv:
 
     role: str
     machine_id: int
-    ip_config: str
+    ip_config: str | None  # None: not set by the launcher (see `with_defaults`)
     part_config: str | None
     session: str
-    num_servers: int
+    num_servers: int | None
     num_trainers: int
-    num_samplers: int
+    num_samplers: int | None
     server_id: int
     sampler_id: int
     rank: int  # trainers and samplers: global trainer rank (samplers: their trainer's)
@@ -99,24 +99,32 @@ class ProcessEnv:
             return None
         if role not in ROLES:
             raise InputError(f"environment variable {ROLE}={role!r} must be one of {ROLES}")
-        ip_config = env.get(IP_CONFIG)
-        if not ip_config:
-            raise InputError(f"environment variable {IP_CONFIG} is not set; start this process with `distgraph launch`")
         return cls(
             role=role,
             machine_id=_int(env, MACHINE_ID),
-            ip_config=ip_config,
+            ip_config=env.get(IP_CONFIG) or None,
             part_config=env.get(PART_CONFIG) or None,
             session=env.get(SESSION) or "default",
-            num_servers=_int(env, NUM_SERVERS, 1, minimum=1),
+            num_servers=_int(env, NUM_SERVERS, minimum=1) if env.get(NUM_SERVERS) else None,
             num_trainers=_int(env, NUM_TRAINERS, 1, minimum=1),
-            num_samplers=_int(env, NUM_SAMPLERS, 0),
+            num_samplers=_int(env, NUM_SAMPLERS) if env.get(NUM_SAMPLERS) else None,
             server_id=_int(env, SERVER_ID, 0),
             sampler_id=_int(env, SAMPLER_ID, 0),
             rank=_int(env, "RANK", 0),
             launcher_pid=_int(env, LAUNCHER_PID) if env.get(LAUNCHER_PID) else None,
             timeouts=Timeouts.from_environ(env),
         )
+
+
+    def with_defaults(self, ip_config: str | None, num_servers: int, num_samplers: int,
+                      part_config: str | None) -> "ProcessEnv":
+        """Fill what the launcher did not set from `initialize`'s arguments (the launcher wins)."""
+        filled = replace(self, ip_config=self.ip_config or ip_config, part_config=self.part_config or part_config,
+                         num_servers=self.num_servers or num_servers,
+                         num_samplers=num_samplers if self.num_samplers is None else self.num_samplers)
+        if not filled.ip_config:
+            raise InputError(f"no ip_config: set {IP_CONFIG} or pass ip_config (`distgraph launch` does both)")
+        return filled
 
 
 def sampler_env(sampler_id: int, env: Mapping[str, str] = os.environ) -> dict[str, str]:

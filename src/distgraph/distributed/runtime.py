@@ -86,7 +86,8 @@ def _standalone(part_config: str | None, num_workers: int) -> Context:
     return ctx
 
 
-def _connect(env: ProcessEnv, ip_config: str, part_config: str | None) -> Context:
+def _connect(env: ProcessEnv) -> Context:
+    ip_config, part_config = env.ip_config, env.part_config
     if not part_config:
         raise InputError("a launched trainer needs the partition config (--part_config of `distgraph launch`)")
     machines = parse_ip_config(ip_config)
@@ -125,13 +126,12 @@ def initialize(ip_config: str | None = None, num_servers: int = 1, num_workers: 
     if _CONTEXT is not None:
         raise DistGraphError("distgraph.initialize() was already called in this process")
     env = ProcessEnv.from_environ()
-    if env is None:
-        _CONTEXT = _standalone(part_config, num_workers)
-    elif env.role == "server":
-        serve(env)
-        sys.exit(0)
-    else:
-        _CONTEXT = _connect(env, env.ip_config or ip_config, env.part_config or part_config)
+    if env is not None:
+        env = env.with_defaults(ip_config, num_servers, num_workers, part_config)
+        if env.role == "server":
+            serve(env)
+            sys.exit(0)
+    _CONTEXT = _standalone(part_config, num_workers) if env is None else _connect(env)
     atexit.register(exit_client)
 
 

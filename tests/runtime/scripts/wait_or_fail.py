@@ -3,8 +3,11 @@
 import sys
 import time
 
+import torch
+
 import distgraph.distributed as dist
 
+torch.set_num_threads(1)
 dist.initialize()
 print("ready", flush=True)
 if sys.argv[1] == "fail" and dist.get_context().rank == 1:
