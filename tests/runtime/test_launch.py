@@ -96,3 +96,38 @@ def test_ip_config_must_list_one_machine_per_partition(parts, tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
     assert "lists 1 machines but" in run.stderr and "has 2 partitions" in run.stderr
+
+
+def test_cli_keeps_the_command_given_after_extra_envs(monkeypatch):
+    import distgraph.cli.launch as cli_launch
+    from distgraph.cli.main import main
+
+    seen = []
+    monkeypatch.setattr(cli_launch, "launch", lambda opts: seen.append(opts) or 0)
+    common = ["launch", "--workspace", "w", "--num_trainers", "2", "--part_config", "p.json", "--ip_config", "ip"]
+    assert main(common + ["--extra_envs", "A=1", "B=x y", "python3 t.py --lr 0.1"]) == 0
+    assert main(common + ["--", "python3", "t.py", "--lr", "0.1"]) == 0
+    assert seen[0].command == seen[1].command == "python3 t.py --lr 0.1"
+    assert seen[0].extra_envs == ["A=1", "B=x y"] and seen[1].extra_envs == []
+
+
+def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path):
+    from distgraph.launch import LaunchOptions, make_plan
+    from distgraph.launch.runner import Job
+
+    (tmp_path / "ip.txt").write_text("127.0.0.1 5000 2\n192.0.2.7 6000\n")  # 192.0.2.0/24: never this host
+    plan = make_plan(LaunchOptions(workspace=str(tmp_path), command="python3 train.py", part_config=str(parts[2]),
+                                   ip_config="ip.txt", num_trainers=2, extra_envs=["NCCL_DEBUG=INFO"]))
+    assert [p.label for p in plan.processes] == ["0/server/0", "0/server/1", "1/server/0", "0/trainer/0",
+                                                  "0/trainer/1", "1/trainer/2", "1/trainer/3"]
+    assert plan.local == [True, False]
+    t3 = plan.processes[-1]
+    assert (t3.env["RANK"], t3.env["LOCAL_RANK"], t3.env["WORLD_SIZE"], t3.env["MASTER_ADDR"]) == ("3", "1", "4",
+                                                                                                   "127.0.0.1")
+    assert t3.env["DISTGRAPH_MACHINE_ID"] == "1" and t3.env["NCCL_DEBUG"] == "INFO"
+    assert plan.processes[1].env["DISTGRAPH_SERVER_ID"] == "1" and "DISTGRAPH_LAUNCHER_PID" in plan.processes[1].env
+    assert plan.processes[0].command.endswith("-m distgraph.server")
+    argv, env = Job(plan, 2222, "bob")._argv(t3)
+    assert env is None and argv[:2] == ["ssh", "-tt"] and "bob@192.0.2.7" in argv and "2222" in argv
+    assert argv[-1].startswith(f"cd {tmp_path} && ") and "DISTGRAPH_ROLE=trainer" in argv[-1]
+    assert argv[-1].endswith(" python3 train.py")

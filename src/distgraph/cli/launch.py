@@ -30,14 +30,18 @@ def register(subparsers) -> None:
                    help="extra environment variables for every process")
     p.add_argument("--master_port", type=int, default=None,
                    help="torch.distributed port on machine 0 (default: a free port when it is this host, else 29500)")
-    p.add_argument("command", nargs=argparse.REMAINDER, help='the training command, e.g. "python3 train.py"')
+    p.add_argument("user_command", nargs=argparse.REMAINDER, metavar="command",
+                   help='the training command, e.g. "python3 train.py"')
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    command = " ".join(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    words = args.user_command[1:] if args.user_command[:1] == ["--"] else args.user_command
+    extra_envs = list(args.extra_envs)
+    while not words and extra_envs and "=" not in extra_envs[-1].split()[0]:
+        words = [extra_envs.pop()]  # `--extra_envs A=1 "python3 train.py"`: argparse took the command too
     return launch(LaunchOptions(
-        workspace=args.workspace, command=command, part_config=args.part_config, ip_config=args.ip_config,
+        workspace=args.workspace, command=" ".join(words), part_config=args.part_config, ip_config=args.ip_config,
         num_trainers=args.num_trainers, num_servers=args.num_servers, num_samplers=args.num_samplers,
         num_server_threads=args.num_server_threads, num_omp_threads=args.num_omp_threads, ssh_port=args.ssh_port,
-        ssh_username=args.ssh_username, extra_envs=args.extra_envs, master_port=args.master_port))
+        ssh_username=args.ssh_username, extra_envs=extra_envs, master_port=args.master_port))
