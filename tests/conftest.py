@@ -1,11 +1,14 @@
-"""Shared fixtures: small seeded graphs and a one-thread torch (the CI machine has 2 cores)."""
+"""Shared fixtures: small seeded graphs, a one-thread torch (the CI machine has 2 cores), and
+a check that the whole suite leaves no process and no shared-memory segment behind."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 import torch
+from leaks import child_processes, shm_entries
 
 from distgraph.data import generate_mag, generate_sbm
 
@@ -22,3 +25,16 @@ def sbm():
 @pytest.fixture(scope="session")
 def mag():
     return generate_mag(1200, 900, 40, 80, num_classes=5, feat_dim=8, seed=2)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_behind():
+    """After the whole suite: no child process alive, no new /dev/shm entry."""
+    before = shm_entries()
+    yield
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (child_processes() or shm_entries() - before):
+        time.sleep(0.1)
+    children = [f"{c.pid} {' '.join(c.cmdline()[:4])}" for c in child_processes()]
+    assert not children, f"processes left behind: {children}"
+    assert not shm_entries() - before, f"shared memory left behind: {sorted(shm_entries() - before)}"

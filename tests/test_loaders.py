@@ -1,6 +1,5 @@
 """Data loaders over an in-memory graph, and GraphSAGE learning through them."""
 
-import pytest
 import torch
 import torch.nn.functional as F
 

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from distgraph.data import load_edgelist
-from distgraph.graph import Graph
 from distgraph.partition import load_partition, partition_graph, split_categories
 
 

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import psutil
 import torch
+
+from leaks import child_processes
 
 from .conftest import child_env, new_session, our_shm_files, write_ip_config
 
@@ -63,7 +64,7 @@ def _launch_background(tmp_path, parts, mode):
 
 
 def _assert_job_gone():
-    assert not psutil.Process().children(recursive=True), "launcher left processes behind"
+    assert not child_processes(), "launcher left processes behind"
     assert not our_shm_files()
 
 
