@@ -178,3 +178,12 @@ def test_stats_describe_the_partitioning(tmp_path, sbm):
     assert 0 < stats.edge_cut < 0.5 and 0 < stats.halo_fraction < 1
     random_stats = partition_graph(sbm, "r", 2, tmp_path, part_method="random")
     assert random_stats.edge_cut > 1.5 * stats.edge_cut  # METIS cuts far fewer edges than random
+
+
+def test_degrees_of_owned_nodes(tmp_path, sbm):
+    orig, _ = partition_graph(sbm, "g", 3, tmp_path, return_mapping=True)
+    for p in range(3):
+        part = load_partition(tmp_path / "g.json", p)
+        lo, hi = part.book.node_range(p)
+        assert torch.equal(part.in_degree(), sbm.in_degrees()[orig[lo:hi]])
+        assert torch.equal(part.out_degree, sbm.out_degrees()[orig[lo:hi]])

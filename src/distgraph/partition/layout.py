@@ -41,6 +41,7 @@ def part_files(p: int, node_data: dict, edge_data: dict) -> dict[str, Any]:
         "indptr": f"{d}/indptr.npy",  # CSC over local destinations
         "indices": f"{d}/indices.npy",  # local source id per in-edge
         "eids": f"{d}/eids.npy",  # global edge id per in-edge
+        "out_degree": f"{d}/out_degree.npy",  # out-degree of each owned node (needs the whole graph)
         "node_data": {t: {k: f"{d}/node.{t}.{k}.npy" for k in names} for t, names in node_data.items()},
         "edge_data": {e: {k: f"{d}/edge.{e}.{k}.npy" for k in names} for e, names in edge_data.items()},
     }

@@ -28,6 +28,7 @@ class Partition:
     indptr: torch.Tensor
     indices: torch.Tensor  # local source ids
     eids: torch.Tensor  # global edge ids
+    out_degree: torch.Tensor  # out-degree of each owned node, over the whole graph
     node_data: dict[str, dict[str, torch.Tensor]]
     edge_data: dict[str, dict[str, torch.Tensor]]
 
@@ -42,6 +43,10 @@ class Partition:
     @property
     def num_local_nodes(self) -> int:
         return int(self.global_nid.numel())
+
+    def in_degree(self) -> torch.Tensor:
+        """In-degree of each owned node (all its in-edges are stored here)."""
+        return self.indptr[1:self.num_inner_nodes + 1] - self.indptr[:self.num_inner_nodes]
 
     def inner_node_mask(self) -> torch.Tensor:
         mask = torch.zeros(self.num_local_nodes, dtype=torch.bool)
@@ -77,6 +82,7 @@ def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> 
         "indptr": load(meta["indptr"], rows=n_local + 1, dtype="int64", mmap=mmap),
         "indices": load(meta["indices"], rows=n_edges, dtype="int64", mmap=mmap),
         "eids": load(meta["eids"], rows=n_edges, dtype="int64", mmap=mmap),
+        "out_degree": load(meta["out_degree"], rows=n_inner, dtype="int64", mmap=mmap),
     }
     if int(arrays["indptr"][-1]) != n_edges:
         raise PartitionError(f"{cfg.dir / meta['indptr']} ends at {int(arrays['indptr'][-1])} but the partition "
@@ -101,6 +107,7 @@ def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> 
         indptr=_tensor(arrays["indptr"]),
         indices=_tensor(arrays["indices"]),
         eids=_tensor(arrays["eids"]),
+        out_degree=_tensor(arrays["out_degree"]),
         node_data=node_data,
         edge_data=edge_data,
     )

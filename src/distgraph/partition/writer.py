@@ -64,6 +64,7 @@ class _PartWriter:
     def __init__(self, g: Graph, rl: Relabeling, out: Path, halo_hops: int):
         self.g, self.rl, self.out, self.halo_hops = g, rl, out, halo_hops
         self._all_edges: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._out_degree = np.bincount(g.src.numpy(), minlength=g.num_nodes())  # in original ids
         self._lock = threading.Lock()
 
     def endpoints(self, new_eids: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -122,6 +123,7 @@ class _PartWriter:
         self._save(files["indptr"], offsets(np.bincount(ldst, minlength=global_nid.size)))
         self._save(files["indices"], local(src)[order])
         self._save(files["eids"], eids[order])
+        self._save(files["out_degree"], self._out_degree[self.rl.node_new2old[lo:hi]])
         for t, names in node_names.items():
             ti = self.g.get_ntype_id(t)
             start, end = self.rl.node_ranges[p, ti]
