@@ -10,9 +10,10 @@ from ..kvstore.server import KVServer
 from ..kvstore.shm import SegmentNamer
 from ..kvstore.store import KVStore
 from ..launch.ip_config import parse_ip_config, server_addresses
-from ..partition import load_partition_book
+from ..partition import load_partition, load_partition_book
 from ..partition.layout import PartitionConfig
 from ..rpc.transport import ServerSocket
+from ..sampling.remote import graph_ops
 from .env import ProcessEnv
 from .partition_data import publish_partition_data
 from .policy import PolicyTable
@@ -52,8 +53,11 @@ def serve(env: ProcessEnv) -> None:
     try:
         if store.creator:
             publish_partition_data(store, env.part_config, env.machine_id)
+        server = KVServer(store, sock, env.num_trainers * len(machines), label, env.launcher_pid)
+        for op, fn in graph_ops(load_partition(env.part_config, env.machine_id), store).items():
+            server.handler.add_op(op, fn)
         print(f"{label}: serving", file=sys.stderr, flush=True)
-        KVServer(store, sock, env.num_trainers * len(machines), label, env.launcher_pid).serve()
+        server.serve()
     finally:
         sock.close()
         store.close()

@@ -65,6 +65,7 @@ class KVClient:
         self._lock = threading.RLock()
         self._pid = os.getpid()
         self._deferred_deletes: list[str] = []
+        self._turn = 0  # round-robin over a machine's servers for `overlap`
 
     @property
     def num_machines(self) -> int:
@@ -274,6 +275,20 @@ class KVClient:
             if b > a:
                 h.local.index_copy_(0, grouped[a:b] - lo, values[a:b])
             self.channel.wait(batch)
+
+    def overlap(self, requests: Sequence[tuple[int, dict, list[torch.Tensor]]],
+                local: Callable[[], object]) -> tuple[object, list]:
+        """Send each (machine, header, arrays) to one of that machine's servers (spread over
+        them in turn), run `local()` while the replies are on their way, then gather them."""
+        with self._guard():
+            reqs = []
+            for machine, header, arrays in requests:
+                self._turn += 1
+                reqs.append(Request(self.leaders[machine] + self._turn % self.servers_per_machine[machine],
+                                    header, arrays))
+            batch = self.channel.start(reqs)
+            result = local()
+            return result, self.channel.wait(batch)
 
     def close(self) -> None:
         self.channel.close()

@@ -62,6 +62,12 @@ class RequestHandler:
             "delete": self._delete, "list": self._list, "ping": self._ping,
         }
 
+    def add_op(self, op: str, fn: Callable[[dict, list], tuple[dict, list]]) -> None:
+        """Serve another operation (e.g. graph sampling); `fn` validates its own fields."""
+        if op in self._ops:
+            raise ValueError(f"operation {op!r} is already served")
+        self._ops[op] = fn
+
     def handles(self, op: Any) -> bool:
         return isinstance(op, str) and op in self._ops
 

@@ -1,0 +1,220 @@
+"""`DistGraph`: the partitioned graph as one graph, in standalone and distributed mode alike.
+
+Node and edge data are `DistTensor`s over the data the servers publish; degrees and edge
+endpoints are structure tensors published beside them; neighbour sampling groups seeds by
+owner, samples this machine's seeds on the memory-mapped local partition and the others
+on their owners' servers, all at once. Ids are the partitioned (new) ids; `orig_nids` and
+`orig_eids` map them back to the input's ids.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import torch
+
+from ..distributed.partition_data import EDGE_DST, EDGE_SRC, IN_DEGREE, OUT_DEGREE
+from ..distributed.dist_tensor import DistTensor
+from ..distributed.policy import (EdgePartitionPolicy, NodePartitionPolicy, edge_policy_str, graph_data_name,
+                                  node_policy_str)
+from ..distributed.runtime import get_context
+from ..errors import DistGraphError, InputError
+from ..graph import DEFAULT_NTYPE, as_id_tensor
+from ..partition import RangePartitionBook, load_partition
+from ..partition.layout import PartitionConfig, etype_key
+from ..rpc.wire import parse_dtype
+from ..sampling import SampledEdges, sample_partition
+from ..sampling.remote import edge_weights
+
+
+class _TypeData:
+    """`g.nodes[ntype].data` / `g.edges[etype].data`."""
+
+    def __init__(self, data: dict[str, DistTensor]):
+        self.data = data
+
+
+class DistGraph:
+    """A graph partitioned over the machines of a cluster (or one process, standalone)."""
+
+    def __init__(self, graph_name: str, part_config: str | None = None):
+        ctx = get_context()
+        if ctx.standalone and part_config is None and ctx.part_config is None:
+            raise InputError("a standalone DistGraph needs its 1-part partition: DistGraph(name, part_config=...)")
+        self._book = ctx.use_partition(part_config) if part_config is not None else ctx.book
+        self._ctx = ctx
+        self._cfg = PartitionConfig.load(ctx.part_config)
+        if self._cfg.graph_name != graph_name:
+            raise InputError(f"{ctx.part_config} holds graph {self._cfg.graph_name!r}, not {graph_name!r}")
+        self.graph_name = graph_name
+        self.local_partition = load_partition(ctx.part_config, ctx.machine_id)
+        self._node_data = {t: self._attach(node_policy_str(t), self._book.num_nodes(t), specs)
+                           for t, specs in self._cfg.raw["node_data"].items()}
+        self._edge_data = {c: self._attach(edge_policy_str(c), self._book.num_edges(c),
+                                           self._cfg.raw["edge_data"].get(etype_key(c), {}))
+                           for c in self._book.canonical_etypes}
+
+    def _attach(self, policy: str, rows: int, specs: dict) -> dict[str, DistTensor]:
+        return {name: DistTensor((rows, *spec["shape"]), parse_dtype(spec["dtype"]), graph_data_name(policy, name),
+                                 part_policy=policy, persistent=True)
+                for name, spec in specs.items()}
+
+    # ------------------------------------------------------------------ types
+    @property
+    def ntypes(self) -> list[str]:
+        return self._book.ntypes
+
+    @property
+    def canonical_etypes(self) -> list[tuple[str, str, str]]:
+        return self._book.canonical_etypes
+
+    @property
+    def etypes(self) -> list[str]:
+        return self._book.etypes
+
+    @property
+    def is_homogeneous(self) -> bool:
+        return self._book.is_homogeneous
+
+    def _canonical(self, etype) -> tuple[str, str, str]:
+        if etype is None:
+            if len(self.canonical_etypes) != 1:
+                raise InputError(f"the graph has edge types {self.canonical_etypes}; name one")
+            return self.canonical_etypes[0]
+        matches = [c for c in self.canonical_etypes if tuple(etype) == c or etype == c[1] or etype == etype_key(c)]
+        if len(matches) != 1:
+            raise InputError(f"edge type {etype!r} is {'ambiguous' if matches else 'unknown'}; "
+                             f"canonical edge types are {self.canonical_etypes}")
+        return matches[0]
+
+    def num_nodes(self, ntype: str | None = None) -> int:
+        return self._book.num_nodes(ntype)
+
+    def num_edges(self, etype=None) -> int:
+        return self._book.num_edges(None if etype is None else self._canonical(etype))
+
+    number_of_nodes = num_nodes
+    number_of_edges = num_edges
+
+    def get_partition_book(self) -> RangePartitionBook:
+        return self._book
+
+    def get_node_partition_policy(self, ntype: str = DEFAULT_NTYPE) -> NodePartitionPolicy:
+        return NodePartitionPolicy(self._book, ntype)
+
+    def get_edge_partition_policy(self, etype=None) -> EdgePartitionPolicy:
+        return EdgePartitionPolicy(self._book, self._canonical(etype))
+
+    # ------------------------------------------------------------------- data
+    @property
+    def ndata(self) -> dict[str, DistTensor]:
+        if len(self.ntypes) != 1:
+            raise InputError("ndata needs a single node type; use g.nodes[ntype].data on a heterogeneous graph")
+        return self._node_data.setdefault(self.ntypes[0], {})
+
+    @property
+    def edata(self) -> dict[str, DistTensor]:
+        return self._edge_data[self._canonical(None)]
+
+    @property
+    def nodes(self) -> dict[str, _TypeData]:
+        return {t: _TypeData(self._node_data.setdefault(t, {})) for t in self.ntypes}
+
+    @property
+    def edges(self) -> "_EdgeViews":
+        return _EdgeViews(self)
+
+    # -------------------------------------------------------------- structure
+    @cached_property
+    def _structure(self) -> dict[str, DistTensor]:
+        out = {}
+        for t in self.ntypes:
+            for name in (IN_DEGREE, OUT_DEGREE):
+                out[f"{t}{name}"] = self._attach(node_policy_str(t), self.num_nodes(t),
+                                                 {name: {"shape": [], "dtype": "int64"}})[name]
+        for c in self.canonical_etypes:
+            for name in (EDGE_SRC, EDGE_DST):
+                out[f"{etype_key(c)}{name}"] = self._attach(edge_policy_str(c), self.num_edges(c),
+                                                            {name: {"shape": [], "dtype": "int64"}})[name]
+        return out
+
+    def _node_ids(self, v, ntype: str | None) -> tuple[torch.Tensor, str]:
+        if ntype is None:
+            if len(self.ntypes) != 1:
+                raise InputError(f"the graph has node types {self.ntypes}; pass ntype=")
+            ntype = self.ntypes[0]
+        return (torch.arange(self.num_nodes(ntype)) if v is None else as_id_tensor(v, "node ids")), ntype
+
+    def in_degrees(self, v=None, ntype: str | None = None) -> torch.Tensor:
+        """In-degrees (over all edge types) of nodes `v` (all nodes when None)."""
+        ids, ntype = self._node_ids(v, ntype)
+        return self._structure[f"{ntype}{IN_DEGREE}"][ids]
+
+    def out_degrees(self, u=None, ntype: str | None = None) -> torch.Tensor:
+        """Out-degrees (over all edge types) of nodes `u` (all nodes when None)."""
+        ids, ntype = self._node_ids(u, ntype)
+        return self._structure[f"{ntype}{OUT_DEGREE}"][ids]
+
+    def find_edges(self, eids, etype=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(src, dst) of edges `eids`: node ids of the edge type's source and destination types."""
+        c = self._canonical(etype)
+        eids = as_id_tensor(eids, "edge ids")
+        src = self._structure[f"{etype_key(c)}{EDGE_SRC}"][eids]
+        dst = self._structure[f"{etype_key(c)}{EDGE_DST}"][eids]
+        if self.is_homogeneous:
+            return src, dst
+        return self._book.map_to_per_ntype(src)[1], self._book.map_to_per_ntype(dst)[1]
+
+    # ----------------------------------------------------------------- ids
+    def _mapping(self, kind: str, key: str) -> torch.Tensor:
+        rel = self._cfg.raw["mapping"][kind].get(key)
+        if rel is None:
+            raise InputError(f"{self._cfg.path} has no {kind} id mapping for {key!r}")
+        return torch.from_numpy(np.array(self._cfg.load_array(rel, mmap=False)))
+
+    def orig_nids(self, ntype: str | None = None) -> torch.Tensor:
+        """Original id (in the input graph) of every node id of `ntype`."""
+        return self._mapping("node", self._node_ids(torch.empty(0, dtype=torch.int64), ntype)[1])
+
+    def orig_eids(self, etype=None) -> torch.Tensor:
+        """Original id (in the input graph) of every edge id of `etype`."""
+        return self._mapping("edge", etype_key(self._canonical(etype)))
+
+    # -------------------------------------------------------------- sampling
+    def _sample_neighbors(self, seeds, fanout: int, edge_dir: str = "in", replace: bool = False,
+                          prob: str | None = None) -> SampledEdges:
+        """One hop of in-neighbour sampling: this machine's seeds locally, the rest on their
+        owners' servers, concurrently. Seeds and results are homogeneous node ids."""
+        if edge_dir != "in":
+            raise InputError("partitions store in-edges, so a DistGraph samples with edge_dir='in' only")
+        if prob is not None and not isinstance(prob, str):
+            raise InputError("on a DistGraph, prob names edge data (a string)")
+        seeds = as_id_tensor(seeds, "seeds")
+        owner = self._book.nid2partid(seeds, None)
+        me = self._ctx.machine_id
+        mine = owner == me
+        header = {"op": "sample", "fanout": int(fanout), "replace": bool(replace), "prob": prob}
+        requests = [(int(m), header, [seeds[owner == m]]) for m in torch.unique(owner[~mine]).tolist()]
+        weights = edge_weights(self._ctx.client.local_store, self.local_partition, prob)
+        local, replies = self._ctx.client.overlap(
+            requests, lambda: sample_partition(self.local_partition, seeds[mine], fanout, replace, weights))
+        parts = [local]
+        for (machine, _, _), rep in zip(requests, replies):
+            if len(rep.arrays) != 3 or any(a.dtype != torch.int64 or a.dim() != 1 for a in rep.arrays) \
+                    or len({a.numel() for a in rep.arrays}) != 1:
+                raise DistGraphError(f"machine {machine} answered a sampling request with malformed arrays")
+            parts.append(SampledEdges(*rep.arrays))
+        return SampledEdges.cat(parts)
+
+    def __repr__(self) -> str:
+        return (f"DistGraph({self.graph_name!r}, num_nodes={self.num_nodes()}, num_edges={self.num_edges()}, "
+                f"ntypes={self.ntypes}, etypes={self.canonical_etypes})")
+
+
+class _EdgeViews:
+    def __init__(self, g: DistGraph):
+        self._g = g
+
+    def __getitem__(self, etype) -> _TypeData:
+        return _TypeData(self._g._edge_data[self._g._canonical(etype)])

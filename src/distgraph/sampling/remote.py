@@ -1,0 +1,48 @@
+"""Sampling on a server: the `sample` operation answers for the nodes its machine owns,
+on the partition's CSC (memory-mapped, so a machine's servers share one copy)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from ..distributed.policy import edge_policy_str, graph_data_name
+from ..errors import InputError
+from ..kvstore.handler import _arrays, _field
+from ..kvstore.store import KVStore, UnknownTensor
+from ..partition import Partition
+from ..rpc.wire import WireError
+from .local import sample_partition
+
+MAX_FANOUT = 1 << 20
+
+
+def edge_weights(store: KVStore, part: Partition, prob: str | None) -> torch.Tensor | None:
+    """This machine's rows of edge data `prob` (one weight per owned edge), or None."""
+    if prob is None:
+        return None
+    if len(part.canonical_etypes) != 1:
+        raise InputError("edge probabilities are supported on graphs with one edge type")
+    try:
+        return store.shard(graph_data_name(edge_policy_str(part.canonical_etypes[0]), prob)).data
+    except UnknownTensor:
+        raise InputError(f"edge data {prob!r} does not exist, so it cannot weight sampling") from None
+
+
+def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list], tuple[dict, list]]]:
+    """Handlers to register on a server's `RequestHandler`."""
+
+    def sample(header: dict, arrays: list) -> tuple[dict, list]:
+        (seeds,) = _arrays(arrays, 1, "sample")
+        if seeds.dtype != torch.int64 or seeds.dim() != 1:
+            raise WireError("'sample' seeds must be a 1-D int64 array")
+        fanout = _field(header, "fanout", int)
+        if not -1 <= fanout <= MAX_FANOUT:
+            raise WireError(f"fanout must be -1 or in [0, {MAX_FANOUT}], got {fanout}")
+        replace = _field(header, "replace", bool)
+        prob = _field(header, "prob", str, optional=True)
+        e = sample_partition(part, seeds, fanout, replace, edge_weights(store, part, prob))
+        return {}, [e.src, e.dst, e.eids]
+
+    return {"sample": sample}

@@ -1,0 +1,102 @@
+"""DistGraph on two loopback machines (this process is machine 0's trainer) and standalone:
+data, degrees and edges by id wherever they live; sampling across machines; loaders."""
+
+import numpy as np
+import pytest
+import torch
+
+from distgraph.dataloading import DistEdgeDataLoader, DistNodeDataLoader, MultiLayerNeighborSampler
+from distgraph.dist_graph import DistGraph
+from distgraph.errors import DistGraphError
+from distgraph.rpc.transport import Request
+from distgraph.sampling import sample_neighbors
+
+from .conftest import Cluster, write_ip_config
+
+
+def mapping(part_config):
+    return torch.from_numpy(np.load(part_config.parent / "mapping" / "node._N.npy")), \
+        torch.from_numpy(np.load(part_config.parent / "mapping" / "edge._N:_E:_N.npy"))
+
+
+@pytest.fixture(scope="module")
+def cluster(parts, tmp_path_factory):
+    c = Cluster(parts[2], write_ip_config(tmp_path_factory.mktemp("ip") / "ip_config.txt", [1, 1]), [1, 1])
+    yield c
+    assert all(code == 0 for code in c.stop().values())
+
+
+@pytest.fixture(scope="module")
+def g(cluster):
+    import distgraph.distributed as dist
+
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in cluster.env("trainer", 0).items():
+            mp.setenv(k, v)
+        mp.setenv("RANK", "0")
+        dist.initialize()
+        yield DistGraph("g")
+        dist.exit_client()
+
+
+def test_data_degrees_and_edges_in_original_ids(g, graph, parts):
+    orig, orig_e = mapping(parts[2])
+    assert g.num_nodes() == graph.num_nodes() and g.num_edges() == graph.num_edges()
+    ids = torch.tensor([0, g.num_nodes() - 1, 5, 0])  # both machines, a duplicate
+    assert torch.equal(g.ndata["feat"][ids], graph.ndata["feat"][orig[ids]])
+    assert torch.equal(g.in_degrees(), graph.in_degrees()[orig])
+    assert torch.equal(g.out_degrees(ids), graph.out_degrees()[orig[ids]])
+    eids = torch.tensor([0, g.num_edges() - 1, 17])
+    src, dst = g.find_edges(eids)
+    assert torch.equal(orig[src], graph.src[orig_e[eids]]) and torch.equal(orig[dst], graph.dst[orig_e[eids]])
+    assert torch.equal(g.orig_nids(), orig)
+
+
+def test_sampling_spans_machines_and_returns_real_edges(g, graph, parts):
+    orig, orig_e = mapping(parts[2])
+    book = g.get_partition_book()
+    seeds = torch.cat([book.partid2nids(0)[:50], book.partid2nids(1)[:50]])
+    e = sample_neighbors(g, seeds, 4)
+    assert torch.equal(graph.src[orig_e[e.eids]], orig[e.src]) and torch.equal(graph.dst[orig_e[e.eids]], orig[e.dst])
+    per_seed = torch.bincount(e.dst, minlength=g.num_nodes())[seeds]
+    assert torch.equal(per_seed, torch.clamp(g.in_degrees(seeds), max=4))
+    key = e.dst * g.num_edges() + e.eids
+    assert key.unique().numel() == key.numel()
+    assert sample_neighbors(g, seeds, -1).eids.numel() == int(g.in_degrees(seeds).sum())
+    assert sample_neighbors(g, seeds, 3, replace=True).eids.numel() == 3 * int((g.in_degrees(seeds) > 0).sum())
+
+
+def test_loaders_on_a_dist_graph(g):
+    train = torch.nonzero(g.ndata["train_mask"][torch.arange(g.num_nodes())]).flatten()
+    loader = DistNodeDataLoader(g, train, MultiLayerNeighborSampler([5, 5]), batch_size=100, shuffle=True)
+    seen = []
+    for inputs, outputs, blocks in loader:
+        assert torch.equal(blocks[-1].dst_nodes, outputs) and torch.equal(blocks[0].src_nodes, inputs)
+        assert g.ndata["feat"][inputs].shape == (inputs.numel(), 16)
+        seen.append(outputs)
+    assert torch.equal(torch.cat(seen).sort().values, train)
+    edges = DistEdgeDataLoader(g, torch.arange(0, g.num_edges(), 97), MultiLayerNeighborSampler([-1]), batch_size=64,
+                               num_negs=2)
+    for inputs, pos, neg, blocks in edges:
+        out = blocks[-1].dst_nodes
+        src, dst = g.find_edges(pos.eids)
+        assert torch.equal(out[pos.edge_index[0]], src) and torch.equal(out[pos.edge_index[1]], dst)
+        assert not torch.isin(blocks[0].eids, pos.eids).any()
+        assert neg.num_edges == 2 * pos.num_edges
+
+
+def test_malformed_sample_requests_get_errors_and_the_server_keeps_serving(g):
+    client = g._ctx.client
+    book = g.get_partition_book()
+    remote = book.partid2nids(1)[:3]
+    bad = [
+        ({"op": "sample", "fanout": "ten", "replace": False}, [remote], "field 'fanout' has the wrong type"),
+        ({"op": "sample", "fanout": 2, "replace": False}, [remote.float()], "must be a 1-D int64 array"),
+        ({"op": "sample", "fanout": 2, "replace": False}, [book.partid2nids(0)[:2]], "owns nodes"),
+        ({"op": "sample", "fanout": 2, "replace": False, "prob": "nope"}, [remote], "'nope' does not exist"),
+        ({"op": "sample", "fanout": 2, "replace": False}, [], "takes 1 array"),
+    ]
+    for header, arrays, message in bad:
+        with pytest.raises(DistGraphError, match=message):
+            client.channel.call([Request(client.leaders[1], header, arrays)])
+    assert sample_neighbors(g, remote, 2).src.numel() > 0
