@@ -106,3 +106,108 @@ def test_mag_generator_shape():
     assert g.num_edges("affiliated_with") == 400 and g.num_edges("writes") == 1500
     assert set(g.nodes["paper"].data) == {"feat", "label", "train_mask", "val_mask", "test_mask"}
     assert not g.nodes["author"].data
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("0 1\n1\n2 0 3\n", "line 2: expected 2 fields like the first line, found 1"),  # 6 tokens = 2 x 3 lines
+        ("0 1 5\n1 2\n2 0 1 3\n", "line 2: expected 3 fields like the first line, found 2"),
+        ("a b\nc\nd e f\n", "line 2: expected 2 fields like the first line, found 1"),
+        ("0,1\n1,,2\n", "line 2: expected 2 fields like the first line, found 3"),
+        ("0,1\n,2\n", "line 2: empty field"),
+    ],
+)
+def test_every_line_field_count_is_checked(tmp_path, text, message):
+    f = tmp_path / "ragged.txt"
+    f.write_text(text)
+    with pytest.raises(InputError, match=message):
+        load_edgelist(f)
+
+
+def test_error_lines_are_physical_line_numbers(tmp_path):
+    f = tmp_path / "e.txt"
+    f.write_text("# comment\n\n0 1\n# again\n1 -2\n")
+    with pytest.raises(InputError, match="line 5: node id out of range.*'1 -2'"):
+        load_edgelist(f)
+    f.write_text("src dst\n# c\na b\nc\n")
+    with pytest.raises(InputError, match="line 4: expected 2 fields"):
+        load_edgelist(f)
+
+
+def test_byte_order_mark_and_crlf_are_not_data(tmp_path):
+    f = tmp_path / "bom.csv"
+    f.write_bytes("\ufeff0,1\r\n1,2\r\n2,0\r\n".encode())
+    g = load_edgelist(f)
+    assert g.src.tolist() == [0, 1, 2] and g.dst.tolist() == [1, 2, 0] and g.node_names is None
+    f.write_bytes("\ufeffsrc,dst\r\nx,y\r\ny,z\r\n".encode())
+    g = load_edgelist(f)
+    assert g.node_names.tolist() == ["x", "y", "z"] and g.src.tolist() == [0, 1]
+
+
+def test_a_binary_file_is_not_a_text_edge_list(tmp_path):
+    f = tmp_path / "img.csv"
+    f.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    with pytest.raises(InputError, match="img.csv is not a UTF-8 text edge list"):
+        load_edgelist(f)
+    f.write_bytes(b"0 1\n1 2\n" + b"2 \xff\n")  # undecodable after a valid head
+    with pytest.raises(InputError, match="img.csv is not a UTF-8 text edge list"):
+        load_edgelist(f)
+
+
+@pytest.mark.parametrize("first", ["src,dst", "Source,Target", "FROM,TO", "u,v", '"node1","node2"', "head,tail"])
+def test_header_of_column_names_is_detected_with_string_ids(tmp_path, first):
+    f = tmp_path / "e.csv"
+    f.write_text(f"{first}\nalice,bob\nbob,carol\n")
+    g = load_edgelist(f)
+    assert g.node_names.tolist() == ["alice", "bob", "carol"]
+    assert g.src.tolist() == [0, 1] and g.dst.tolist() == [1, 2]
+
+
+def test_other_header_names_need_the_header_flag(tmp_path):
+    f = tmp_path / "e.csv"
+    f.write_text("person,friend\nalice,bob\n")
+    assert load_edgelist(f).node_names.tolist() == ["person", "friend", "alice", "bob"]
+    g = load_edgelist(f, header=True)
+    assert g.node_names.tolist() == ["alice", "bob"] and g.num_edges() == 1
+    f.write_text("src dst\n0 1\n")
+    assert load_edgelist(f, header=False).node_names.tolist() == ["src", "dst", "0", "1"]
+
+
+def test_trailing_empty_field_is_stripped_not_a_weight(tmp_path):
+    f = tmp_path / "e.tsv"
+    f.write_text("0\t1\t\n1\t2\t\n")
+    g = load_edgelist(f)
+    assert g.src.tolist() == [0, 1] and g.dst.tolist() == [1, 2] and not g.edata
+    f.write_text("a,b,\nb,c,\n")
+    g = load_edgelist(f)
+    assert g.node_names.tolist() == ["a", "b", "c"] and not g.edata
+
+
+@pytest.mark.parametrize(
+    "text, kwargs, message",
+    [
+        ("0 1\n99999999999999999999 2\n", {}, "line 2: node id does not fit in 64 bits"),
+        ("src,dst\n", {}, "has a header line \\('src,dst'\\) but no edges"),
+        ("0,1\n", {"header": True}, "has a header line \\('0,1'\\) but no edges"),
+        ("0;1\n1;2\n", {}, "found 1 fields; pass --delimiter"),
+    ],
+)
+def test_edge_list_edge_cases_are_one_clear_error(tmp_path, text, kwargs, message):
+    f = tmp_path / "e.txt"
+    f.write_text(text)
+    with pytest.raises(InputError, match=message):
+        load_edgelist(f, **kwargs)
+
+
+def test_integer_fast_path_and_token_path_agree(tmp_path):
+    rng = np.random.default_rng(0)
+    s, d, w = rng.integers(0, 50, 300), rng.integers(0, 50, 300), rng.random(300).astype(np.float32)
+    fast, slow = tmp_path / "fast.csv", tmp_path / "slow.csv"
+    rows = [f"{a},{b},{c}" for a, b, c in zip(s, d, w)]
+    fast.write_text("src,dst,weight\n# comment\n" + "\n".join(rows) + "\n")
+    slow.write_text("src,dst,weight\n# comment\n" + ",\n".join(rows) + ",\n")  # trailing comma: token path
+    for f in (fast, slow):
+        g = load_edgelist(f)
+        assert g.src.tolist() == s.tolist() and g.dst.tolist() == d.tolist() and g.node_names is None
+        assert torch.equal(g.edata["weight"], torch.from_numpy(w))
