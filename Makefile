@@ -18,6 +18,10 @@ demo: $(STAMP)
 	$(VENV)/bin/distgraph generate sbm --num_nodes 100000 --num_edges 1000000 --feat_dim 64 --seed 0 --out $(DEMO)/sbm.npz
 	$(VENV)/bin/distgraph partition --input $(DEMO)/sbm.npz --graph_name sbm --num_parts 2 \
 		--part_method metis --balance_train --balance_edges --out $(DEMO)/parts
+	$(PY) examples/graphsage/loopback_ip_config.py 2 $(DEMO)/ip_config.txt
+	$(VENV)/bin/distgraph launch --workspace $(CURDIR) --num_trainers 1 --num_servers 1 --num_samplers 0 \
+		--part_config $(DEMO)/parts/sbm.json --ip_config $(DEMO)/ip_config.txt \
+		"$(CURDIR)/$(PY) examples/graphsage/train_dist.py --graph_name sbm --num_epochs 4 --lr 0.01 --batch_size 500"
 
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q tests

@@ -30,6 +30,8 @@ def _trainer(rank: int | None, world_size: int | None) -> tuple[int, int]:
 
 
 def _ids(nodes, count: int, what: str) -> torch.Tensor:
+    if hasattr(nodes, "part_policy"):  # a DistTensor mask (DGL passes g.ndata["train_mask"] itself)
+        nodes = nodes[torch.arange(len(nodes))]
     t = torch.as_tensor(nodes)
     if t.dtype == torch.bool:
         if t.numel() != count:
