@@ -2,7 +2,8 @@
 
 Destination nodes come first among the source nodes (so `h[:num_dst_nodes]` is the
 destinations' own input), ids are global, and `edge_index` is PyTorch Geometric's
-(2, num_edges) [source row, destination row] over the block's local numbering.
+(2, num_edges) [source row, destination row] over the block's local numbering, with edges
+grouped by destination row (so aggregation is a segmented reduction).
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ class Block:
     def in_degrees(self) -> torch.Tensor:
         return torch.bincount(self.edge_index[1], minlength=self.num_dst_nodes)
 
+    def dst_offsets(self) -> torch.Tensor:
+        """Start of each destination's edges in `edge_index` (edges are grouped by destination)."""
+        deg = self.in_degrees()
+        return torch.cumsum(deg, 0) - deg
+
 
 def to_block(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.Tensor, eids: torch.Tensor) -> Block:
     """Build a block from sampled edges: `src` global source ids, `dst_row` the row of each
@@ -56,4 +62,8 @@ def to_block(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.Tensor, 
     local[extra] = nd + torch.arange(int(extra.sum()))
     src_nodes = torch.empty_like(uniq)
     src_nodes[local] = uniq
-    return Block(src_nodes, dst_nodes, torch.stack([local[inverse[nd:]], dst_row.to(torch.int64)]), eids)
+    src_row, dst_row = local[inverse[nd:]], dst_row.to(torch.int64)
+    if dst_row.numel() > 1 and not bool((dst_row[1:] >= dst_row[:-1]).all()):
+        order = torch.argsort(dst_row, stable=True)  # edges grouped by destination (see Block)
+        src_row, dst_row, eids = src_row[order], dst_row[order], eids[order]
+    return Block(src_nodes, dst_nodes, torch.stack([src_row, dst_row]), eids)
