@@ -10,12 +10,11 @@ On a cluster (every trainer runs this; DDP over gloo):
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import torch
-import torch.distributed as tdist
 import torch.nn.functional as F
+from common import add_common_args, all_sum, fanouts, finish, start, wrap
 from tqdm import tqdm
 
 import distgraph as dg
@@ -34,37 +33,11 @@ def evaluate(model, g, nids, sampler, batch_size: int) -> tuple[int, int]:
     return correct, total
 
 
-def all_sum(values: list[int], distributed: bool) -> list[int]:
-    t = torch.tensor(values, dtype=torch.int64)
-    if distributed:
-        tdist.all_reduce(t)
-    return t.tolist()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--graph_name", required=True)
-    ap.add_argument("--part_config", help="the 1-part partition, standalone only (a launch passes its own)")
-    ap.add_argument("--ip_config", help="set by distgraph launch")
-    ap.add_argument("--num_epochs", type=int, default=3)
-    ap.add_argument("--num_hidden", type=int, default=64)
-    ap.add_argument("--num_layers", type=int, default=2)
-    ap.add_argument("--fan_out", default="10,25", help="fanouts, input layer first")
-    ap.add_argument("--batch_size", type=int, default=1000)
-    ap.add_argument("--batch_size_eval", type=int, default=10000)
-    ap.add_argument("--lr", type=float, default=0.003)
-    ap.add_argument("--dropout", type=float, default=0.5)
-    ap.add_argument("--num_threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
+    add_common_args(ap)
     args = ap.parse_args()
-    torch.set_num_threads(args.num_threads)
-    torch.manual_seed(0)
-
-    dg.initialize(args.ip_config, part_config=args.part_config)
-    distributed = "RANK" in os.environ and "MASTER_ADDR" in os.environ
-    if distributed:
-        tdist.init_process_group("gloo")
-    rank = tdist.get_rank() if distributed else 0
-    g = dg.DistGraph(args.graph_name, part_config=args.part_config)
+    g, distributed, rank = start(args)
     book = g.get_partition_book()
     train_nid = dg.node_split(g.ndata["train_mask"], book, force_even=True)
     val_nid = dg.node_split(g.ndata["val_mask"], book, force_even=True)
@@ -74,15 +47,12 @@ def main() -> None:
     if rank == 0:
         print(f"{g}: {in_feats} features, {num_classes} classes; trainer 0 has {train_nid.numel()} training nodes")
 
-    fanouts = [int(f) for f in args.fan_out.split(",")]
-    sampler = dg.MultiLayerNeighborSampler(fanouts)
-    model = dg.nn.GraphSAGE(in_feats, args.num_hidden, num_classes, args.num_layers, args.dropout)
-    if distributed:
-        model = torch.nn.parallel.DistributedDataParallel(model)
+    sampler = dg.MultiLayerNeighborSampler(fanouts(args))
+    model = wrap(dg.nn.GraphSAGE(in_feats, args.num_hidden, num_classes, args.num_layers, args.dropout), distributed)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-    loader = dg.DistNodeDataLoader(g, train_nid, sampler, batch_size=args.batch_size, shuffle=True, drop_last=False)
+    loader = dg.DistNodeDataLoader(g, train_nid, sampler, batch_size=args.batch_size, shuffle=True)
     for epoch in range(args.num_epochs):
-        start = time.perf_counter()
+        begin = time.perf_counter()
         bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False)
         for inputs, outputs, blocks in bar:
             loss = F.cross_entropy(model(blocks, g.ndata["feat"][inputs]), g.ndata["label"][outputs])
@@ -90,17 +60,15 @@ def main() -> None:
             loss.backward()
             opt.step()
             bar.set_postfix(loss=f"{loss.item():.3f}")
-        seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - begin
         correct, total = all_sum(list(evaluate(model, g, val_nid, sampler, args.batch_size_eval)), distributed)
         if rank == 0:
             print(f"epoch {epoch}: {len(loader)} steps in {seconds:.2f} s, loss {loss.item():.3f}, "
                   f"val acc {correct / max(total, 1):.4f}", flush=True)
     correct, total = all_sum(list(evaluate(model, g, test_nid, sampler, args.batch_size_eval)), distributed)
     if rank == 0:
-        print(f"test acc {correct / max(total, 1):.4f} ({total} test nodes)", flush=True)
-    dg.barrier()
-    if distributed:
-        tdist.destroy_process_group()
+        print(f"test acc {correct / max(total, 1):.4f} ({int(total)} test nodes)", flush=True)
+    finish(distributed)
 
 
 if __name__ == "__main__":
