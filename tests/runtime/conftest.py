@@ -4,6 +4,7 @@ with ports from the OS (the session-wide leak check is in the top-level conftest
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 import signal
 import socket
 import subprocess
@@ -126,6 +127,22 @@ class Cluster:
         for f in SHM_DIR.glob(f"{PREFIX}.{self.session}.*"):
             f.unlink()
         return codes
+
+
+@contextmanager
+def as_trainer(cluster: "Cluster", machine_id: int = 0):
+    """Run the enclosed code as a launched trainer of `cluster`'s machine `machine_id`."""
+    import distgraph.distributed as dist
+
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in cluster.env("trainer", machine_id).items():
+            mp.setenv(k, v)
+        mp.setenv("RANK", str(machine_id))
+        dist.initialize()
+        try:
+            yield dist
+        finally:
+            dist.exit_client()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from distgraph.optim import SparseAdagrad, SparseAdam
 from distgraph.partition import load_partition
 from distgraph.rpc import wire
 
-from .conftest import Cluster, write_ip_config
+from .conftest import Cluster, as_trainer, write_ip_config
 from .test_kvstore import dense_lazy_adam
 
 N = 2000
@@ -32,15 +32,8 @@ def cluster(parts, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def dist(cluster):
-    import distgraph.distributed as dist
-
-    with pytest.MonkeyPatch.context() as mp:
-        for k, v in cluster.env("trainer", 0).items():
-            mp.setenv(k, v)
-        mp.setenv("RANK", "0")
-        dist.initialize()
+    with as_trainer(cluster) as dist:
         yield dist
-        dist.exit_client()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from distgraph.errors import DistGraphError
 from distgraph.rpc.transport import Request
 from distgraph.sampling import sample_neighbors
 
-from .conftest import Cluster, write_ip_config
+from .conftest import Cluster, as_trainer, write_ip_config
 
 
 def mapping(part_config):
@@ -28,15 +28,8 @@ def cluster(parts, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def g(cluster):
-    import distgraph.distributed as dist
-
-    with pytest.MonkeyPatch.context() as mp:
-        for k, v in cluster.env("trainer", 0).items():
-            mp.setenv(k, v)
-        mp.setenv("RANK", "0")
-        dist.initialize()
+    with as_trainer(cluster):
         yield DistGraph("g")
-        dist.exit_client()
 
 
 def test_data_degrees_and_edges_in_original_ids(g, graph, parts):
