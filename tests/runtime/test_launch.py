@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from leaks import child_processes
@@ -132,3 +133,20 @@ def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path):
     assert env is None and argv[:2] == ["ssh", "-tt"] and "bob@192.0.2.7" in argv and "2222" in argv
     assert argv[-1].startswith(f"cd {tmp_path} && ") and "DISTGRAPH_ROLE=trainer" in argv[-1]
     assert argv[-1].endswith(" python3 train.py")
+
+
+@pytest.mark.parametrize("num_samplers", [0, 1])
+def test_every_seed_once_per_epoch_across_trainers_with_and_without_sampler_processes(parts, tmp_path, num_samplers,
+                                                                                      graph):
+    ip_config = write_ip_config(tmp_path / "ip_config.txt", [1, 1])
+    argv = launch_argv(tmp_path, parts[2], ip_config, f"{sys.executable} {SCRIPTS / 'epoch_seeds.py'} {tmp_path}")
+    argv[argv.index("--num_servers"):argv.index("--num_servers")] = ["--num_samplers", str(num_samplers)]
+    proc = subprocess.run(argv, env=child_env(DISTGRAPH_SESSION=new_session()), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    seeds = torch.cat([torch.from_numpy(np.load(tmp_path / f"seeds_{r}.npy")) for r in range(2)])
+    orig = torch.from_numpy(np.load(parts[2].parent / "mapping" / "node._N.npy"))
+    expected = torch.nonzero(graph.ndata["train_mask"][orig]).flatten()
+    assert torch.equal(seeds.sort().values, expected)  # each training node exactly once, over both trainers
+    assert [int(np.load(tmp_path / f"samplers_{r}.npy")[0]) for r in range(2)] == [num_samplers] * 2
+    _assert_job_gone()

@@ -30,6 +30,12 @@ class NodeCollator:
     def __init__(self, g, sampler: MultiLayerNeighborSampler):
         self.g, self.sampler = g, sampler
 
+    def spec(self) -> dict:
+        """Plain settings from which a sampler process rebuilds this collator."""
+        s = self.sampler
+        return {"kind": "node", "graph_name": getattr(self.g, "graph_name", None), "fanouts": s.fanouts,
+                "replace": s.replace, "prob": s.prob}
+
     def _hop(self, seeds: torch.Tensor, fanout: int) -> SampledEdges:
         return sample_neighbors(self.g, seeds, fanout, replace=self.sampler.replace, prob=self.sampler.prob)
 
@@ -53,6 +59,9 @@ class EdgeCollator(NodeCollator):
             raise ValueError(f"exclude must be None, 'self' or 'reverse', got {exclude!r}")
         self.num_negs, self.exclude, self.generator = num_negs, exclude, generator
         self._excluded: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def spec(self) -> dict:
+        return {**super().spec(), "kind": "edge", "num_negs": self.num_negs, "exclude": self.exclude}
 
     def _hop(self, seeds: torch.Tensor, fanout: int) -> SampledEdges:
         e = super()._hop(seeds, fanout)
@@ -80,3 +89,11 @@ class EdgeCollator(NodeCollator):
         row = torch.searchsorted(output_nodes, torch.stack([torch.cat([src, neg_src]), torch.cat([dst, neg_dst])]))
         m = src.numel()
         return input_nodes, PairGraph(row[:, :m], eids), PairGraph(row[:, m:], eids.new_empty(0)), blocks
+
+
+def collator_from_spec(g, spec: dict) -> NodeCollator:
+    """The collator a `spec()` describes, over graph `g` (in a sampler process)."""
+    sampler = MultiLayerNeighborSampler(spec["fanouts"], spec["replace"], spec["prob"])
+    if spec["kind"] == "edge":
+        return EdgeCollator(g, sampler, spec["num_negs"], spec["exclude"])
+    return NodeCollator(g, sampler)

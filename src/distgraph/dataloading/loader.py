@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Iterator
 
 import torch
 
+from ..dist_graph import DistGraph
+from ..distributed.runtime import get_context
 from ..graph import as_id_tensor
 from .collate import EdgeCollator, NodeCollator
 from .neighbor_sampler import MultiLayerNeighborSampler
+from .workers import SamplerPool
 
 
 class _SeedLoader:
@@ -21,6 +25,7 @@ class _SeedLoader:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.batch_size, self.shuffle, self.drop_last, self.generator = batch_size, shuffle, drop_last, generator
+        self._pool: SamplerPool | None = None
 
     def __len__(self) -> int:
         n = self.seeds.numel()
@@ -28,8 +33,23 @@ class _SeedLoader:
 
     def __iter__(self) -> Iterator:
         order = self.seeds[torch.randperm(self.seeds.numel(), generator=self.generator)] if self.shuffle else self.seeds
-        for i in range(len(self)):
-            yield self.collator.collate(order[i * self.batch_size:(i + 1) * self.batch_size])
+        batches = [order[i * self.batch_size:(i + 1) * self.batch_size] for i in range(len(self))]
+        pool = self._sampler_pool()
+        if pool is not None:
+            yield from pool.run(batches)
+            return
+        for seeds in batches:
+            yield self.collator.collate(seeds)
+
+    def _sampler_pool(self) -> SamplerPool | None:
+        """The launcher's sampler processes for this loader, or None to sample in this process
+        (standalone, `--num_samplers 0`, or an in-memory graph)."""
+        if self._pool is None and isinstance(self.collator.g, DistGraph):
+            ctx = get_context()
+            if ctx.role == "trainer" and (ctx.num_samplers or 0) > 0:
+                self._pool = SamplerPool(ctx.num_samplers, self.collator.spec())
+                weakref.finalize(self, self._pool.close)  # a loader's workers end with it
+        return self._pool
 
 
 class DistNodeDataLoader(_SeedLoader):

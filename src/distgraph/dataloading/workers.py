@@ -1,0 +1,136 @@
+"""Sampler processes: the `--num_samplers` workers of a launched trainer sample its mini-batches.
+
+A worker is `python -m distgraph.dataloading.sampler_worker`, started by the trainer with
+its environment and the sampler role (`sampler_env`), so no user code runs in it. It
+connects to the servers, opens the same `DistGraph`, rebuilds the loader's collator from
+a small JSON spec, and answers seed batches over a ZeroMQ pair on loopback. Mini-batches
+travel in the wire format (msgpack header + raw array buffers; no pickle). The trainer
+keeps `PREFETCH` batches per worker in flight and yields them in order; a worker that
+fails or dies becomes an error naming it; workers stop when the trainer exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+import sys
+from typing import Iterator
+
+import torch
+import zmq
+
+from ..errors import DistGraphError
+from ..rpc.wire import pack, unpack
+from .block import Block
+from .collate import PairGraph
+
+PREFETCH = 2
+POLL_MS = 500
+ENDPOINT, SPEC = "DISTGRAPH_SAMPLER_ENDPOINT", "DISTGRAPH_SAMPLER_SPEC"
+
+
+def encode(batch: tuple) -> tuple[dict, list[torch.Tensor]]:
+    """A node or edge mini-batch as a header and a flat list of arrays."""
+    if len(batch) == 3:
+        inputs, outputs, blocks = batch
+        head, arrays = {"kind": "node"}, [inputs, outputs]
+    else:
+        inputs, pos, neg, blocks = batch
+        head, arrays = {"kind": "edge"}, [inputs, pos.edge_index, pos.eids, neg.edge_index, neg.eids]
+    for b in blocks:
+        arrays += [b.src_nodes, b.dst_nodes, b.edge_index, b.eids]
+    return {**head, "blocks": len(blocks)}, [a.contiguous() for a in arrays]
+
+
+def decode(header: dict, arrays: list[torch.Tensor]) -> tuple:
+    """Inverse of `encode`."""
+    n = int(header["blocks"])
+    blocks = [Block(*arrays[len(arrays) - 4 * n + 4 * i:len(arrays) - 4 * n + 4 * i + 4]) for i in range(n)]
+    if header["kind"] == "node":
+        return arrays[0], arrays[1], blocks
+    return arrays[0], PairGraph(arrays[1], arrays[2]), PairGraph(arrays[3], arrays[4]), blocks
+
+
+class _Worker:
+    def __init__(self, ctx: zmq.Context, index: int, env: dict[str, str], spec: dict):
+        self.index = index
+        self.sock = ctx.socket(zmq.PAIR)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        port = self.sock.bind_to_random_port("tcp://127.0.0.1")
+        env = {**env, ENDPOINT: f"tcp://127.0.0.1:{port}", SPEC: json.dumps(spec), "OMP_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "distgraph.dataloading.sampler_worker"], env=env)
+
+    def describe(self) -> str:
+        return f"sampler process {self.index} (pid {self.proc.pid})"
+
+
+class SamplerPool:
+    """`num` sampler processes for one loader; started on first use, reused across epochs."""
+
+    def __init__(self, num: int, spec: dict):
+        from ..distributed.env import sampler_env
+        from ..distributed.runtime import get_context
+
+        self.timeout = get_context().timeouts.startup
+        self.zmq = zmq.Context()
+        self.workers = [_Worker(self.zmq, i, sampler_env(i), spec) for i in range(num)]
+        self.runs = 0
+        atexit.register(self.close)
+        for w in self.workers:
+            header, _ = self._recv(w)
+            if header.get("error"):
+                self.close()
+                raise DistGraphError(f"{w.describe()} failed to start: {header['error']}")
+
+    def _recv(self, w: _Worker) -> tuple[dict, list[torch.Tensor]]:
+        """The next message of worker `w`, watching that it stays alive."""
+        waited = 0
+        while not w.sock.poll(POLL_MS):
+            waited += POLL_MS
+            if w.proc.poll() is not None or waited >= self.timeout * 1000:
+                what = f"died with exit code {w.proc.returncode}" if w.proc.poll() is not None else \
+                    f"sent nothing for {self.timeout:g} s"
+                self.close()
+                raise DistGraphError(f"{w.describe()} {what}; see its output above")
+        return unpack(w.sock.recv_multipart(copy=False))
+
+    def run(self, batches: list[torch.Tensor]) -> Iterator:
+        """Mini-batches of `batches` (seed tensors), in order; batch i is sampled by worker i mod n.
+
+        Jobs carry (run, batch) ids, so results of a run abandoned midway are dropped."""
+        self.runs += 1
+        n = len(self.workers)
+        sent = 0
+        for i in range(len(batches)):
+            while sent < len(batches) and sent < i + PREFETCH * n:
+                self.workers[sent % n].sock.send_multipart(pack({"run": self.runs, "batch": sent}, [batches[sent]]))
+                sent += 1
+            w = self.workers[i % n]
+            while True:
+                header, arrays = self._recv(w)
+                if header.get("error"):
+                    raise DistGraphError(f"{w.describe()} could not sample batch {header.get('batch')}: "
+                                         f"{header['error']}")
+                if header.get("run") == self.runs and header.get("batch") == i:
+                    yield decode(header, arrays)
+                    break
+
+    def close(self) -> None:
+        """Stop the workers (they say goodbye to the servers) and wait for them."""
+        if not self.workers:
+            return
+        for w in self.workers:
+            if w.proc.poll() is None:
+                w.sock.send_multipart(pack({"stop": True}), flags=zmq.NOBLOCK)
+        for w in self.workers:
+            try:
+                w.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                w.proc.kill()
+                w.proc.wait()
+            w.sock.close()
+        self.workers = []
+        self.zmq.term()
+        atexit.unregister(self.close)

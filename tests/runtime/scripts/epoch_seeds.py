@@ -1,0 +1,29 @@
+"""One epoch of a node loader; writes this trainer's seeds (and what sampled them) to OUT_DIR."""
+
+import os
+import sys
+
+import numpy as np
+import torch
+
+import distgraph as dg
+
+torch.set_num_threads(1)
+dg.initialize()
+ctx = dg.distributed.get_context()
+g = dg.DistGraph("g")
+rank, world = ctx.rank, ctx.num_trainers
+train = dg.node_split(g.ndata["train_mask"], g.get_partition_book(), rank=rank, world_size=world)
+loader = dg.DistNodeDataLoader(g, train, dg.MultiLayerNeighborSampler([3, 3]), batch_size=64, shuffle=True)
+outputs = []
+for epoch in range(2):
+    seen = []
+    for inputs, out, blocks in loader:
+        assert torch.equal(blocks[-1].dst_nodes, out) and torch.equal(blocks[0].src_nodes, inputs)
+        seen.append(out)
+    outputs.append(torch.cat(seen))
+assert torch.equal(outputs[0].sort().values, outputs[1].sort().values)
+samplers = len(loader._pool.workers) if loader._pool is not None else 0
+np.save(os.path.join(sys.argv[1], f"seeds_{rank}.npy"), outputs[0].numpy())
+np.save(os.path.join(sys.argv[1], f"samplers_{rank}.npy"), np.array([samplers]))
+dg.barrier()
