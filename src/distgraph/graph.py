@@ -7,6 +7,7 @@ range and a per-type id is the homogeneous id minus the type's offset.
 
 from __future__ import annotations
 
+import operator
 from typing import Mapping
 
 import numpy as np
@@ -21,17 +22,72 @@ CanonicalEtype = tuple[str, str, str]
 
 
 def as_id_tensor(values, what: str) -> torch.Tensor:
-    """Convert ids to a 1-D int64 tensor, rejecting floats and other dtypes with a clear error."""
-    t = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
-    if t.dtype.is_floating_point or t.dtype == torch.bool or t.dtype.is_complex:
+    """Convert ids (1-D, or a scalar for one id) to a 1-D int64 tensor; other shapes and dtypes are clear errors."""
+    if isinstance(values, torch.Tensor):
+        t = values
+    else:
+        a = np.asarray(values)
+        if a.dtype.kind not in "biuf":
+            raise InputError(f"{what} must be integer ids, got {a.dtype} values; cast them to int64")
+        t = torch.from_numpy(np.ascontiguousarray(a) if a.ndim else a.reshape(1))
+    if t.dim() > 1:
+        raise InputError(f"{what} must be a 1-D array of ids, got shape {tuple(t.shape)}; flatten it or pass one column")
+    if t.numel() and (t.dtype.is_floating_point or t.dtype == torch.bool or t.dtype.is_complex):
         raise InputError(f"{what} must be integer ids, got dtype {t.dtype}; cast them to int64")
     return t.reshape(-1).to(torch.int64)
+
+
+def as_count(value, what: str) -> int:
+    """A non-negative integer count (Python or numpy integer, or a 0-d integer tensor)."""
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise InputError(f"{what} must be one non-negative integer, got {value!r}") from None
+    if n < 0:
+        raise InputError(f"{what} must be >= 0, got {n}")
+    return n
+
+
+def _checked_rows(value, expected: int, kind: str, key, name: str) -> torch.Tensor:
+    """`value` as a tensor whose first dimension is `expected` (the number of nodes or edges of its type)."""
+    t = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+    if t.dim() == 0 or t.shape[0] != expected:
+        raise InputError(f"{kind} data {name!r} of type {key!r} has shape {tuple(t.shape)}; "
+                         f"its first dimension must be the number of {kind}s ({expected})")
+    return t
+
+
+class DataDict(dict):
+    """The data dict of one node or edge type: every assignment is checked to have one row per node/edge."""
+
+    def __init__(self, rows: int, kind: str, key):
+        super().__init__()
+        self.rows, self.kind, self.key = rows, kind, key
+
+    def __setitem__(self, name: str, value) -> None:
+        super().__setitem__(name, _checked_rows(value, self.rows, self.kind, self.key, name))
+
+    def update(self, *args, **kwargs) -> None:
+        for name, value in dict(*args, **kwargs).items():
+            self[name] = value
+
+    def setdefault(self, name: str, default=None):
+        if name not in self:
+            self[name] = default
+        return self[name]
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def __reduce__(self):
+        return type(self), (self.rows, self.kind, self.key), None, None, iter(self.items())
 
 
 class _TypedView:
     """`g.nodes[ntype].data` / `g.edges[etype].data`: the data dict of one type."""
 
-    def __init__(self, data: dict[str, torch.Tensor]):
+    def __init__(self, data: DataDict):
         self.data = data
 
 
@@ -68,9 +124,10 @@ class Graph:
             raise InputError(f"node ids must be >= 0, found {min_id}")
         if num_nodes is None:
             num_nodes = max_id + 1
+        num_nodes = as_count(num_nodes, "num_nodes")
         if max_id >= num_nodes:
             raise InputError(f"edge endpoint {max_id} is out of range for num_nodes={num_nodes}")
-        self._num_nodes = int(num_nodes)
+        self._num_nodes = num_nodes
 
         self.ntypes = list(ntypes) if ntypes else [DEFAULT_NTYPE]
         self.canonical_etypes = [tuple(c) for c in canonical_etypes] if canonical_etypes else [DEFAULT_ETYPE]
@@ -78,19 +135,16 @@ class Graph:
         self.etype_offsets = self._offsets(etype_offsets, len(self.canonical_etypes), self.num_edges(), "etype_offsets")
         self.node_names = node_names
 
-        self._ndata: dict[str, dict[str, torch.Tensor]] = {t: {} for t in self.ntypes}
-        self._edata: dict[CanonicalEtype, dict[str, torch.Tensor]] = {c: {} for c in self.canonical_etypes}
-        for name, value in (ndata or {}).items():
-            self._set_data(self._ndata, self._single(self.ntypes, "ndata"), name, value, self._num_nodes, "node")
-        for name, value in (edata or {}).items():
-            self._set_data(self._edata, self._single(self.canonical_etypes, "edata"), name, value, self.num_edges(), "edge")
+        self._ndata = {t: DataDict(self.num_nodes(t), "node", t) for t in self.ntypes}
+        self._edata = {c: DataDict(self.num_edges(c), "edge", c) for c in self.canonical_etypes}
+        if ndata:
+            self._ndata[self._single(self.ntypes, "ndata")].update(ndata)
+        if edata:
+            self._edata[self._single(self.canonical_etypes, "edata")].update(edata)
         for ntype, data in (typed_ndata or {}).items():
-            for name, value in data.items():
-                self._set_data(self._ndata, ntype, name, value, self.num_nodes(ntype), "node")
+            self._ndata[self.ntypes[self._ntype_index(ntype)]].update(data)
         for etype, data in (typed_edata or {}).items():
-            c = self.to_canonical_etype(etype)
-            for name, value in data.items():
-                self._set_data(self._edata, c, name, value, self.num_edges(c), "edge")
+            self._edata[self.to_canonical_etype(etype)].update(data)
         self._csr: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
         self._csc: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
@@ -105,7 +159,7 @@ class Graph:
     ) -> "Graph":
         """Build the typed homogeneous view from `{(src_type, rel, dst_type): (src, dst)}` with per-type ids."""
         ntypes = list(num_nodes_dict)
-        counts = torch.tensor([int(num_nodes_dict[t]) for t in ntypes], dtype=torch.int64)
+        counts = torch.tensor([as_count(num_nodes_dict[t], f"number of {t!r} nodes") for t in ntypes], dtype=torch.int64)
         noff = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])
         index = {t: i for i, t in enumerate(ntypes)}
         srcs, dsts, eoff = [], [], [0]
@@ -113,6 +167,8 @@ class Graph:
             if len(c) != 3 or c[0] not in index or c[2] not in index:
                 raise InputError(f"edge type {c!r} must be (src_type, relation, dst_type) with types among {ntypes}")
             s, d = as_id_tensor(s, f"src of {c}"), as_id_tensor(d, f"dst of {c}")
+            if s.numel() != d.numel():
+                raise InputError(f"edge type {c}: src has {s.numel()} ids but dst has {d.numel()}; they must pair up")
             for ids, t in ((s, c[0]), (d, c[2])):
                 if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_nodes_dict[t]):
                     raise InputError(f"edge type {c}: {t} ids must lie in [0, {num_nodes_dict[t]}), "
@@ -148,14 +204,6 @@ class Graph:
         if len(types) != 1:
             raise InputError(f"{what} needs a single type; use nodes[ntype].data / edges[etype].data on a heterogeneous graph")
         return types[0]
-
-    @staticmethod
-    def _set_data(store: dict, key, name: str, value, expected: int, kind: str) -> None:
-        t = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
-        if t.dim() == 0 or t.shape[0] != expected:
-            raise InputError(f"{kind} data {name!r} of type {key!r} has shape {tuple(t.shape)}; "
-                             f"its first dimension must be the number of {kind}s ({expected})")
-        store[key][name] = t
 
     # ------------------------------------------------------------------ counts / types
     @property
@@ -217,16 +265,16 @@ class Graph:
 
     # ------------------------------------------------------------------------ data
     @property
-    def ndata(self) -> dict[str, torch.Tensor]:
+    def ndata(self) -> DataDict:
         return self._ndata[self._single(self.ntypes, "ndata")]
 
     @property
-    def edata(self) -> dict[str, torch.Tensor]:
+    def edata(self) -> DataDict:
         return self._edata[self._single(self.canonical_etypes, "edata")]
 
     @property
-    def nodes(self) -> dict[str, _TypedView]:
-        return {t: _TypedView(d) for t, d in self._ndata.items()}
+    def nodes(self) -> "_NodeViews":
+        return _NodeViews(self)
 
     @property
     def edges(self) -> "_EdgeViews":
@@ -261,6 +309,16 @@ class Graph:
     def __repr__(self) -> str:
         return (f"Graph(num_nodes={self._num_nodes}, num_edges={self.num_edges()}, "
                 f"ntypes={self.ntypes}, etypes={self.canonical_etypes})")
+
+
+class _NodeViews:
+    """`g.nodes[ntype].data`; an unknown type is an `InputError` naming the graph's types."""
+
+    def __init__(self, g: Graph):
+        self._g = g
+
+    def __getitem__(self, ntype: str) -> _TypedView:
+        return _TypedView(self._g._ndata[self._g.ntypes[self._g._ntype_index(ntype)]])
 
 
 class _EdgeViews:
