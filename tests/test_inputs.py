@@ -1,9 +1,14 @@
+import signal
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
 
-from distgraph.data import generate_mag, generate_sbm, load_edgelist, load_npz, save_npz
+from distgraph.data import generate_mag, generate_sbm, load_edgelist, load_graph, load_npz, save_npz
 from distgraph.errors import InputError
+from distgraph.graph import Graph
 
 
 def test_npz_round_trip_homogeneous(tmp_path, sbm):
@@ -211,3 +216,89 @@ def test_integer_fast_path_and_token_path_agree(tmp_path):
         g = load_edgelist(f)
         assert g.src.tolist() == s.tolist() and g.dst.tolist() == d.tolist() and g.node_names is None
         assert torch.equal(g.edata["weight"], torch.from_numpy(w))
+
+
+def test_saving_over_the_file_the_graph_is_mapped_from(tmp_path):
+    """np.savez truncated the mapped file under the graph's arrays (SIGBUS); run apart so a crash is a failure."""
+    script = f"""
+import torch
+from distgraph.data import generate_sbm, load_npz, save_npz
+g = generate_sbm(3000, 30000, feat_dim=16, seed=0)
+f = {str(tmp_path / "same.npz")!r}
+save_npz(g, f)
+h = load_npz(f)
+h.ndata["train_mask"] = h.ndata["label"] == 0
+save_npz(h, f)
+k = load_npz(f)
+assert torch.equal(k.src, g.src) and torch.equal(k.ndata["feat"], g.ndata["feat"])
+assert torch.equal(k.ndata["train_mask"], g.ndata["label"] == 0)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["same.npz"]  # no temporary file left
+
+
+def test_save_npz_writes_exactly_the_name_given(tmp_path, sbm):
+    save_npz(sbm, tmp_path / "graph.bin")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.bin"]
+    g = load_graph(tmp_path / "graph.bin")  # recognised by its zip signature
+    assert torch.equal(g.src, sbm.src) and torch.equal(g.ndata["feat"], sbm.ndata["feat"])
+    (tmp_path / "graph.bin").rename(tmp_path / "G.NPZ")
+    assert load_graph(tmp_path / "G.NPZ").num_edges() == sbm.num_edges()
+
+
+def test_compressed_big_endian_and_fortran_arrays(tmp_path):
+    src, dst = np.array([0, 1, 2, 3]), np.array([1, 2, 3, 0])
+    feat = np.asfortranarray(np.arange(10, dtype=np.float32).reshape(5, 2))
+    np.savez_compressed(tmp_path / "c.npz", src=src, dst=dst, num_nodes=5, feat=feat, w=np.arange(4.0))
+    np.savez(tmp_path / "f.npz", src=src.astype(">i8"), dst=dst.astype(">i4"), num_nodes=np.array(5, ">i8"),
+             feat=feat.astype(">f4"), w=np.arange(4.0))
+    for name in ("c.npz", "f.npz"):
+        g = load_npz(tmp_path / name)
+        assert g.src.tolist() == [0, 1, 2, 3] and g.dst.tolist() == [1, 2, 3, 0] and g.num_nodes() == 5
+        assert g.ndata["feat"].tolist() == feat.tolist() and g.edata["w"].tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize(
+    "arrays, message",
+    [
+        (dict(names=np.array(list("abcde"))), "array 'names' has dtype <U1; it must hold numbers"),
+        (dict(num_nodes=np.array([5, 6])), "'num_nodes' has shape \\(2,\\); a homogeneous graph needs one count"),
+        (dict(num_nodes=np.array(5.0)), "'num_nodes' must hold non-negative integers, got float64"),
+        (dict(meta=np.array([{"a": 1}], dtype=object)), "array 'meta' holds Python objects, which need pickle"),
+    ],
+)
+def test_npz_arrays_of_the_wrong_kind_are_named(tmp_path, arrays, message):
+    np.savez(tmp_path / "g.npz", src=np.array([0, 1, 2, 3]), dst=np.array([1, 2, 3, 0]), **arrays)
+    with pytest.raises(InputError, match=message):
+        load_npz(tmp_path / "g.npz")
+
+
+def test_single_custom_type_and_node_names_round_trip(tmp_path):
+    g = Graph.from_hetero({("user", "follows", "user"): ([0, 1], [1, 2])}, {"user": 3},
+                          ndata={"user": {"age": torch.tensor([30, 40, 50])}})
+    save_npz(g, tmp_path / "u.npz")
+    h = load_npz(tmp_path / "u.npz")
+    assert h.ntypes == ["user"] and h.canonical_etypes == [("user", "follows", "user")]
+    assert h.src.tolist() == [0, 1] and h.nodes["user"].data["age"].tolist() == [30, 40, 50]
+    f = tmp_path / "e.tsv"
+    f.write_text("bob\talice\nalice\tcarol\n")
+    save_npz(load_edgelist(f), tmp_path / "names.npz")
+    k = load_npz(tmp_path / "names.npz")
+    assert k.node_names.tolist() == ["bob", "alice", "carol"] and k.is_homogeneous and not k.ndata
+
+
+def test_generators_reject_impossible_requests():
+    def too_long(*_):
+        raise TimeoutError("generate_sbm loops forever")
+
+    old = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(30)
+    try:  # every community has <= 1 node and every edge stays inside: all draws are self-loops
+        with pytest.raises(InputError, match="could not draw 5 edges without self-loops"):
+            generate_sbm(2, 5, num_classes=100, p_in=1.0)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    with pytest.raises(InputError, match="generate_mag needs num_institutions >= 1, got 0"):
+        generate_mag(100, 100, 0, 10)

@@ -1,15 +1,24 @@
 """Graph inputs: `.npz` exchange files, delimited edge lists and seeded synthetic generators."""
 
+from pathlib import Path
+
+from ..errors import InputError
+from ..graph import Graph
 from .edgelist import load_edgelist
 from .mag import generate_mag
-from .npz import load_npz, save_npz
+from .npz import ZIP_MAGIC, load_npz, save_npz
 from .sbm import generate_sbm
 
 __all__ = ["load_npz", "save_npz", "load_edgelist", "generate_sbm", "generate_mag", "load_graph"]
 
 
-def load_graph(path: str, **edgelist_kwargs):
-    """Load a graph by file extension: `.npz` or a delimited edge list (`.csv`, `.tsv`, `.txt`)."""
-    if str(path).endswith(".npz"):
-        return load_npz(path)
-    return load_edgelist(path, **edgelist_kwargs)
+def load_graph(path: str | Path, **edgelist_kwargs) -> Graph:
+    """Load an `.npz` (recognised by its zip signature, whatever the file is called) or a delimited edge list."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"graph file {p} does not exist")
+    with open(p, "rb") as f:
+        magic = f.read(4)
+    if magic in ZIP_MAGIC or p.suffix.lower() == ".npz":
+        return load_npz(p)
+    return load_edgelist(p, **edgelist_kwargs)

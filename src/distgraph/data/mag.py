@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..errors import InputError
 from ..graph import Graph
 from .sbm import CommunitySampler, class_features, power_law_weights, split_masks
 
@@ -27,6 +28,17 @@ def generate_mag(
     (author→institution) and has_topic (paper→field_of_study). Papers carry `feat`,
     `label` (a venue-like class) and masks; authors and fields lean to one class, so the
     label is learnable through the graph."""
+    counts = dict(num_papers=num_papers, num_authors=num_authors, num_institutions=num_institutions,
+                  num_fields=num_fields, num_classes=num_classes)
+    for name, value in counts.items():
+        if value < 1:
+            raise InputError(f"generate_mag needs {name} >= 1, got {value}")
+    for name, value in dict(feat_dim=feat_dim, cites_per_paper=cites_per_paper, authors_per_paper=authors_per_paper,
+                            fields_per_paper=fields_per_paper).items():
+        if value < 0:
+            raise InputError(f"generate_mag needs {name} >= 0, got {value}")
+    if not 0 <= p_in <= 1:
+        raise InputError(f"generate_mag needs 0 <= p_in <= 1, got {p_in}")
     rng = np.random.default_rng(seed)
     paper_cls = rng.integers(0, num_classes, num_papers)
     author_cls = rng.integers(0, num_classes, num_authors)

@@ -5,12 +5,15 @@ the number of nodes is node data, the number of edges edge data (prefix `ndata/`
 `edata/` to disambiguate when both counts are equal).
 Heterogeneous: `ntypes`, `num_nodes` (one count per type), `canonical_etypes`
 ("src:rel:dst" strings), `src/<etype>`, `dst/<etype>`, `ndata/<ntype>/<name>` and
-`edata/<etype>/<name>`. Strings are stored as unicode arrays, so no pickle is needed.
+`edata/<etype>/<name>`. Either may hold `node_names` (string ids of an edge list).
+Strings are stored as unicode arrays, so no pickle is needed; every other array is numeric.
 """
 
 from __future__ import annotations
 
+import os
 import struct
+import uuid
 import zipfile
 from pathlib import Path
 
@@ -18,7 +21,10 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..graph import Graph
+from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
+
+TEXT_ARRAYS = ("ntypes", "canonical_etypes", "node_names")
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip member, or an empty zip
 
 
 class _NpzArrays:
@@ -45,16 +51,25 @@ class _NpzArrays:
         self._zip.close()
 
     def __getitem__(self, key: str) -> np.ndarray:
+        """A numeric array (strings only for the names in `TEXT_ARRAYS`), in native byte order."""
         try:
             info = self._zip.getinfo(key + ".npy")
             if info.compress_type == zipfile.ZIP_STORED:
-                return self._mapped(info)
-            with self._zip.open(info) as f:
-                return np.lib.format.read_array(f, allow_pickle=False)
+                a = self._mapped(info, key)
+            else:
+                with self._zip.open(info) as f:
+                    a = np.lib.format.read_array(f, allow_pickle=False)
         except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
-            raise InputError(f"{self.path}: array {key!r} is missing or truncated ({exc})") from None
+            raise InputError(f"{self.path}: array {key!r} is missing, truncated or unreadable ({exc})") from None
+        text = key in TEXT_ARRAYS
+        if a.dtype.kind not in ("U" if text else "biufc"):
+            want = "unicode strings" if text else "numbers (strings are allowed only in " + ", ".join(TEXT_ARRAYS) + ")"
+            raise InputError(f"{self.path}: array {key!r} has dtype {a.dtype}; it must hold {want}")
+        if not a.dtype.isnative:  # big-endian files: torch needs native byte order
+            a = a.astype(a.dtype.newbyteorder("="))
+        return a
 
-    def _mapped(self, info: zipfile.ZipInfo) -> np.ndarray:
+    def _mapped(self, info: zipfile.ZipInfo, key: str) -> np.ndarray:
         with open(self.path, "rb") as f:
             f.seek(info.header_offset)
             local = f.read(30)
@@ -68,7 +83,8 @@ class _NpzArrays:
             shape, fortran, dtype = read_header(f)
             data_offset = f.tell()
         if dtype.hasobject:
-            raise ValueError("object arrays need pickle, which distgraph never loads")
+            raise InputError(f"{self.path}: array {key!r} holds Python objects, which need pickle; distgraph never "
+                             f"loads pickles: store numbers, or unicode strings for names")
         count = int(np.prod(shape, dtype=np.int64))
         if data_offset - start + count * dtype.itemsize > info.file_size:
             raise ValueError(f"member holds {info.file_size} bytes, fewer than its header promises")
@@ -83,46 +99,73 @@ def load_npz(path: str | Path) -> Graph:
     """Read a graph written by `save_npz` or by hand in the format above."""
     with _NpzArrays(Path(path)) as z:
         keys = set(z.files)
-        if "canonical_etypes" in keys:
-            return _load_hetero(z, keys, path)
-        for k in ("src", "dst"):
-            if k not in keys:
-                raise InputError(f"{path} has no {k!r} array; a graph .npz needs 'src' and 'dst' (found {sorted(keys)})")
-        src, dst = z["src"], z["dst"]
-        if src.shape != dst.shape or src.ndim != 1:
-            raise InputError(f"{path}: 'src' {src.shape} and 'dst' {dst.shape} must be 1-D arrays of equal length")
-        n = int(z["num_nodes"]) if "num_nodes" in keys else None
-        if n is None:
-            n = int(max(src.max(initial=-1), dst.max(initial=-1))) + 1
-        e = src.shape[0]
-        ndata, edata = {}, {}
-        for k in sorted(keys - {"src", "dst", "num_nodes"}):
-            a = torch.from_numpy(z[k])
-            if k.startswith("ndata/"):
-                ndata[k[6:]] = a
-            elif k.startswith("edata/"):
-                edata[k[6:]] = a
-            elif a.dim() and a.shape[0] == n and n != e:
-                ndata[k] = a
-            elif a.dim() and a.shape[0] == e and n != e:
-                edata[k] = a
-            elif a.dim() and a.shape[0] == n:
-                raise InputError(f"{path}: array {k!r} has {n} rows, which is both the number of nodes and of edges; "
-                                 f"rename it 'ndata/{k}' or 'edata/{k}'")
-            else:
-                raise InputError(f"{path}: array {k!r} has shape {tuple(a.shape)}; its first dimension must be the "
-                                 f"number of nodes ({n}) or of edges ({e})")
-        return Graph(torch.from_numpy(src), torch.from_numpy(dst), n, ndata, edata)
+        g = _load_hetero(z, keys, path) if "canonical_etypes" in keys else _load_homo(z, keys - {"node_names"}, path)
+        if "node_names" in keys:
+            names = z["node_names"]
+            if names.shape != (g.num_nodes(),):
+                raise InputError(f"{path}: 'node_names' has shape {names.shape}; it needs one name per node ({g.num_nodes()})")
+            g.node_names = names
+        return g
+
+
+def _count(a: np.ndarray, key: str, path) -> np.ndarray:
+    """Integer counts (`num_nodes`), with a clear error for anything else."""
+    if a.dtype.kind not in "iu" or (a < 0).any():
+        raise InputError(f"{path}: {key!r} must hold non-negative integers, got {a.dtype} {a.tolist()}")
+    return a.astype(np.int64)
+
+
+def _load_homo(z: _NpzArrays, keys: set, path) -> Graph:
+    """The homogeneous layout: `src`, `dst`, optional `num_nodes`, data classified by rows."""
+    for k in ("src", "dst"):
+        if k not in keys:
+            raise InputError(f"{path} has no {k!r} array; a graph .npz needs 'src' and 'dst' (found {sorted(keys)})")
+    src, dst = z["src"], z["dst"]
+    if src.shape != dst.shape or src.ndim != 1:
+        raise InputError(f"{path}: 'src' {src.shape} and 'dst' {dst.shape} must be 1-D arrays of equal length")
+    if "num_nodes" in keys:
+        nn = _count(z["num_nodes"], "num_nodes", path)
+        if nn.size != 1:
+            raise InputError(f"{path}: 'num_nodes' has shape {nn.shape}; a homogeneous graph needs one count "
+                             f"(a heterogeneous one also needs 'ntypes' and 'canonical_etypes')")
+        n = int(nn.reshape(-1)[0])
+    else:
+        n = int(max(src.max(initial=-1), dst.max(initial=-1))) + 1
+    e = src.shape[0]
+    ndata, edata = {}, {}
+    for k in sorted(keys - {"src", "dst", "num_nodes"}):
+        a = torch.from_numpy(z[k])
+        if k.startswith("ndata/"):
+            ndata[k[6:]] = a
+        elif k.startswith("edata/"):
+            edata[k[6:]] = a
+        elif a.dim() and a.shape[0] == n and n != e:
+            ndata[k] = a
+        elif a.dim() and a.shape[0] == e and n != e:
+            edata[k] = a
+        elif a.dim() and a.shape[0] == n:
+            raise InputError(f"{path}: array {k!r} has {n} rows, which is both the number of nodes and of edges; "
+                             f"rename it 'ndata/{k}' or 'edata/{k}'")
+        else:
+            raise InputError(f"{path}: array {k!r} has shape {tuple(a.shape)}; its first dimension must be the "
+                             f"number of nodes ({n}) or of edges ({e})")
+    return Graph(torch.from_numpy(src), torch.from_numpy(dst), n, ndata, edata)
 
 
 def _load_hetero(z: _NpzArrays, keys: set, path) -> Graph:
-    ntypes = [str(t) for t in z["ntypes"]]
-    counts = z["num_nodes"].reshape(-1)
+    """The heterogeneous layout: `ntypes`, per-type `num_nodes`, `canonical_etypes`, typed arrays."""
+    for k in ("ntypes", "num_nodes"):
+        if k not in keys:
+            raise InputError(f"{path} has 'canonical_etypes' but no {k!r}; a heterogeneous graph .npz needs both")
+    ntypes = [str(t) for t in z["ntypes"].reshape(-1)]
+    counts = _count(z["num_nodes"], "num_nodes", path).reshape(-1)
     if len(counts) != len(ntypes):
         raise InputError(f"{path}: 'num_nodes' has {len(counts)} counts for {len(ntypes)} node types")
-    etypes = [tuple(str(c).split(":")) for c in z["canonical_etypes"]]
+    etypes = [tuple(str(c).split(":")) for c in z["canonical_etypes"].reshape(-1)]
     edges = {}
     for c in etypes:
+        if len(c) != 3:
+            raise InputError(f"{path}: canonical edge type {':'.join(c)!r} must be 'src_type:relation:dst_type'")
         name = ":".join(c)
         if f"src/{name}" not in keys or f"dst/{name}" not in keys:
             raise InputError(f"{path}: edge type {name} needs arrays 'src/{name}' and 'dst/{name}'")
@@ -142,9 +185,13 @@ def _load_hetero(z: _NpzArrays, keys: set, path) -> Graph:
 
 
 def save_npz(g: Graph, path: str | Path) -> None:
-    """Write `g` in the exchange format (uncompressed, so loading is a straight read)."""
+    """Write `g` in the exchange format (uncompressed, so loading is a straight read).
+
+    The file is written beside `path` and renamed over it, so saving over the file `g` was
+    memory-mapped from is safe, and the name is exactly `path` (np.savez would append '.npz').
+    """
     arrays: dict[str, np.ndarray] = {}
-    if g.is_homogeneous:
+    if g.ntypes == [DEFAULT_NTYPE] and g.canonical_etypes == [DEFAULT_ETYPE]:
         arrays.update(src=g.src.numpy(), dst=g.dst.numpy(), num_nodes=np.int64(g.num_nodes()))
         arrays.update({f"ndata/{k}": v.numpy() for k, v in g.ndata.items()})
         arrays.update({f"edata/{k}": v.numpy() for k, v in g.edata.items()})
@@ -160,5 +207,14 @@ def save_npz(g: Graph, path: str | Path) -> None:
             arrays.update({f"edata/{name}/{k}": v.numpy() for k, v in g.edges[c].data.items()})
         for t in g.ntypes:
             arrays.update({f"ndata/{t}/{k}": v.numpy() for k, v in g.nodes[t].data.items()})
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, **arrays)
+    if g.node_names is not None:
+        arrays["node_names"] = np.asarray(g.node_names).astype(str)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
+    try:
+        with open(tmp, "xb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

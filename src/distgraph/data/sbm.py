@@ -8,6 +8,8 @@ import torch
 from ..errors import InputError
 from ..graph import Graph
 
+_MAX_ROUNDS = 100  # self-loop redraw rounds before generate_sbm gives up
+
 
 class CommunitySampler:
     """Draws members of a node pool by degree weight, optionally restricted to one community.
@@ -85,15 +87,22 @@ def generate_sbm(
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, num_classes, num_nodes)
     pool = CommunitySampler(rng, labels, power_law_weights(rng, num_nodes, degree_exponent), num_classes)
-    src_parts, dst_parts, have = [], [], 0
-    while have < num_edges:
-        want = int((num_edges - have) * 1.05) + 16
+    src_parts, dst_parts, have, drawn = [], [], 0, 0
+    for _ in range(_MAX_ROUNDS):
+        if have >= num_edges:
+            break
+        rate = have / drawn if drawn else 1.0  # share of draws that are not self-loops
+        want = int((num_edges - have) * (1.0 if rate > 0.5 else 1.0 / max(rate, 0.02)) * 1.05) + 16
         src = pool.draw(np.zeros(want, dtype=np.int64), 0.0)
         dst = pool.draw(labels[src], p_in)
         keep = src != dst
         src_parts.append(src[keep])
         dst_parts.append(dst[keep])
         have += int(keep.sum())
+        drawn += want
+    if have < num_edges:
+        raise InputError(f"generate_sbm could not draw {num_edges} edges without self-loops: with p_in={p_in}, edges "
+                         f"stay inside communities of (almost) one node; lower p_in or num_classes, or add nodes")
     src = np.concatenate(src_parts)[:num_edges]
     dst = np.concatenate(dst_parts)[:num_edges]
     ndata = {
