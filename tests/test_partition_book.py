@@ -92,3 +92,36 @@ def test_bad_queries_are_clear_errors(homo, hetero, sbm):
     hbook = load_partition_book(hetero)
     with pytest.raises(InputError, match="unknown node type 'venue'"):
         hbook.nid2partid(torch.tensor([0]), "venue")
+
+
+def test_edge_answers_match_brute_force(hetero, mag):
+    book = load_partition_book(hetero)
+    cfg = json.loads(hetero.read_text())
+    m = mag.num_edges()
+    part_of, type_of, per_type_of = (torch.full((m,), -1) for _ in range(3))
+    for ci, c in enumerate(mag.canonical_etypes):
+        ranges = cfg["edge_map"][":".join(c)]
+        homo = torch.cat([torch.arange(s, e) for s, e in ranges])  # per-type id -> homogeneous id
+        assert torch.equal(book.map_to_homo_eid(torch.arange(mag.num_edges(c)), c), homo)
+        assert torch.equal(book.map_to_homo_eid(torch.arange(mag.num_edges(c)), c[1]), homo)
+        type_of[homo], per_type_of[homo] = ci, torch.arange(homo.numel())
+        first = 0
+        for p, (s, e) in enumerate(ranges):
+            part_of[s:e] = p
+            per_type = torch.arange(first, first + e - s)
+            assert torch.equal(book.eid2partid(per_type, c), torch.full((e - s,), p))
+            assert torch.equal(book.eid2localeid(per_type.flip(0), p, c), torch.arange(e - s).flip(0))
+            assert torch.equal(book.partid2eids(p, c), per_type)
+            first += e - s
+    assert (part_of >= 0).all()
+    ids = torch.randperm(m)
+    assert torch.equal(book.eid2partid(ids), part_of[ids])
+    etype, per_type = book.map_to_per_etype(ids)
+    assert torch.equal(etype, type_of[ids]) and torch.equal(per_type, per_type_of[ids])
+    for p in range(3):
+        lo, hi = book.edge_range(p)
+        assert torch.equal(book.eid2localeid(torch.arange(lo, hi), p), torch.arange(hi - lo))
+        part = load_partition(hetero, p)
+        assert torch.equal(part_of[part.eids[: part.num_inner_edges].sort().values], torch.full((hi - lo,), p))
+    with pytest.raises(InputError, match="not owned by partition 0"):
+        book.eid2localeid(torch.tensor([book.edge_range(1)[0]]), 0)

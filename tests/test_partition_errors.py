@@ -8,7 +8,7 @@ import torch
 
 from distgraph.errors import PartitionError
 from distgraph.graph import Graph
-from distgraph.partition import load_partition, load_partition_book, partition_graph
+from distgraph.partition import load_partition, load_partition_book, partition_graph, split_categories
 
 
 @pytest.fixture()
@@ -86,3 +86,52 @@ def test_not_json_or_wrong_version(parts):
 def test_bad_balance_categories(tmp_path, sbm):
     with pytest.raises(PartitionError, match="balance_ntypes must hold one integer category per node"):
         partition_graph(sbm, "g", 2, tmp_path, balance_ntypes=torch.zeros(5, dtype=torch.int64))
+
+
+def test_dots_in_type_and_data_names_are_rejected(tmp_path):
+    # node.<ntype>.<name>.npy: type "a" with data "b.c" and type "a.b" with data "c" would share a file
+    g = Graph.from_hetero({("a", "r", "a_b"): ([0, 1], [1, 0])}, {"a": 2, "a_b": 2},
+                          ndata={"a": {"b.c": torch.tensor([1.0, 2.0])}})
+    with pytest.raises(PartitionError, match=r"data name 'b.c' cannot be used .* \(no '.'\)"):
+        partition_graph(g, "g", 1, tmp_path)
+    g = Graph.from_hetero({("a", "r", "a.b"): ([0, 1], [1, 0])}, {"a": 2, "a.b": 2})
+    with pytest.raises(PartitionError, match="node type 'a.b' cannot be used"):
+        partition_graph(g, "g", 1, tmp_path)
+    g = Graph.from_hetero({("a", "r.s", "a"): ([0, 1], [1, 0])}, {"a": 2})
+    with pytest.raises(PartitionError, match="edge type part 'r.s' cannot be used"):
+        partition_graph(g, "g", 1, tmp_path)
+    assert partition_graph(Graph([0, 1], [1, 0]), "ogbn.products", 1, tmp_path).num_parts == 1  # graph names may
+
+
+@pytest.mark.parametrize("value", ["2", 1.5, True, 0])
+def test_num_parts_and_halo_hops_must_be_positive_integers(tmp_path, sbm, value):
+    with pytest.raises(PartitionError, match=f"num_parts must be a positive integer, got {value!r}"):
+        partition_graph(sbm, "g", value, tmp_path)
+    with pytest.raises(PartitionError, match=f"halo_hops must be a positive integer, got {value!r}"):
+        partition_graph(sbm, "g", 2, tmp_path, halo_hops=value)
+
+
+def test_numpy_integers_are_accepted(tmp_path, sbm):
+    stats = partition_graph(sbm, "g", np.int64(2), tmp_path, halo_hops=np.int32(1), part_method="random")
+    assert stats.num_parts == 2 and type(stats.num_parts) is int
+    assert json.loads((tmp_path / "g.json").read_text())["num_parts"] == 2
+
+
+def test_negative_balance_categories(tmp_path, sbm):
+    cat = torch.zeros(sbm.num_nodes(), dtype=torch.int64)
+    cat[:10] = -1
+    with pytest.raises(PartitionError, match="balance_ntypes categories must be >= 0, found -1"):
+        partition_graph(sbm, "g", 2, tmp_path, balance_ntypes=cat)
+
+
+def test_data_resized_in_place_is_caught_before_partitioning(tmp_path):
+    g = Graph([0, 1, 2], [1, 2, 0], ndata={"x": torch.zeros(3)})
+    g.ndata["x"].resize_(7)
+    with pytest.raises(PartitionError, match=r"node data 'x' of type '_N' has shape \(7,\) but the type has 3 nodes"):
+        partition_graph(g, "g", 2, tmp_path)
+    assert not (tmp_path / "part0").exists()
+    h = Graph.from_hetero({("a", "r", "b"): ([0], [0])}, {"a": 2, "b": 3},
+                          ndata={"a": {"train_mask": torch.tensor([True, False])}})
+    h.nodes["a"].data["train_mask"].resize_(4)
+    with pytest.raises(PartitionError, match="'train_mask' of type 'a' has shape \\(4,\\); a mask needs one value"):
+        split_categories(h)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import torch
 
@@ -14,16 +16,36 @@ PART_METHODS = ("metis", "random")
 SPLIT_MASKS = ("train_mask", "val_mask", "test_mask")
 
 
+def positive_int(value, what: str) -> int:
+    """`value` as a positive int: numpy integers are accepted; bools, strings and floats are not."""
+    try:
+        k = None if isinstance(value, bool) else operator.index(value)
+    except TypeError:
+        k = None
+    if k is None or k < 1:
+        raise PartitionError(f"{what} must be a positive integer, got {value!r}")
+    return k
+
+
+def node_mask(g: Graph, name: str) -> torch.Tensor:
+    """Boolean node data `name` (e.g. 'train_mask') over all nodes; False for types without it."""
+    mask = torch.zeros(g.num_nodes(), dtype=torch.bool)
+    for i, t in enumerate(g.ntypes):
+        data = g.nodes[t].data
+        if name in data:
+            lo, hi = int(g.ntype_offsets[i]), int(g.ntype_offsets[i + 1])
+            if tuple(data[name].shape) != (hi - lo,):
+                raise PartitionError(f"node data {name!r} of type {t!r} has shape {tuple(data[name].shape)}; "
+                                     f"a mask needs one value per {t!r} node ({hi - lo})")
+            mask[lo:hi] = data[name].bool()
+    return mask
+
+
 def split_categories(g: Graph) -> torch.Tensor:
     """Per-node category for `balance_ntypes`: 1 train, 2 val, 3 test, 0 other (over all node types)."""
     cat = torch.zeros(g.num_nodes(), dtype=torch.int64)
-    for t in g.ntypes:
-        lo = int(g.ntype_offsets[g.get_ntype_id(t)])
-        data = g.nodes[t].data
-        for code, name in enumerate(SPLIT_MASKS, start=1):
-            if name in data:
-                m = data[name].bool()
-                cat[lo:lo + m.numel()][m] = code
+    for code, name in enumerate(SPLIT_MASKS, start=1):
+        cat[node_mask(g, name)] = code
     return cat
 
 
@@ -38,6 +60,8 @@ def balance_weights(g: Graph, balance_ntypes: torch.Tensor | None, balance_edges
             raise PartitionError(f"balance_ntypes must hold one integer category per node ({n}), "
                                  f"got {cat.numel()} values of dtype {cat.dtype}")
         cat = cat.to(torch.int64).numpy()
+        if cat.size and int(cat.min()) < 0:
+            raise PartitionError(f"balance_ntypes categories must be >= 0, found {int(cat.min())}")
         key = key * (int(cat.max()) + 1) + cat
     present = unique_sorted(key)
     columns = np.searchsorted(present, key)
@@ -61,8 +85,7 @@ def assign_parts(
     """Partition id (int64) of every node, in the graph's own (homogeneous) ids."""
     if part_method not in PART_METHODS:
         raise PartitionError(f"unknown part_method {part_method!r}; choose one of {', '.join(PART_METHODS)}")
-    if not isinstance(num_parts, int) or num_parts < 1:
-        raise PartitionError(f"num_parts must be a positive integer, got {num_parts!r}")
+    num_parts = positive_int(num_parts, "num_parts")
     n = g.num_nodes()
     if num_parts > n:
         raise PartitionError(f"cannot split {n} nodes into {num_parts} parts; use at most {n} parts")
@@ -74,4 +97,16 @@ def assign_parts(
     xadj, adjncy = symmetric_adjacency(g.src.numpy(), g.dst.numpy(), n)
     weights = balance_weights(g, balance_ntypes, balance_edges)
     parts, _ = part_graph(xadj, adjncy, num_parts, weights if weights.shape[1] > 1 else None, seed=seed)
+    return fill_empty_parts(parts, num_parts)
+
+
+def fill_empty_parts(parts: np.ndarray, num_parts: int) -> np.ndarray:
+    """METIS can leave parts empty when num_parts is close to the number of nodes: move one
+    node of the largest part into each empty one (in place; a loop over parts, not nodes)."""
+    counts = np.bincount(parts, minlength=num_parts)
+    for p in np.flatnonzero(counts == 0):
+        big = int(counts.argmax())
+        parts[np.flatnonzero(parts == big)[-1]] = p
+        counts[big] -= 1
+        counts[p] += 1
     return parts

@@ -17,14 +17,15 @@ import numpy as np
 from ..errors import PartitionError
 
 FORMAT_VERSION = 1
-_NAME = re.compile(r"^[A-Za-z0-9_\-.]+$")
+_NAME = re.compile(r"[A-Za-z0-9_\-]+")
 
 
-def check_name(name: str, what: str) -> str:
-    """Type and data names become file names: keep them to letters, digits, '_', '-', '.'."""
-    if not _NAME.match(name):
-        raise PartitionError(f"{what} {name!r} cannot be used in partition file names; "
-                             f"rename it using letters, digits, '_', '-' or '.'")
+def check_name(name: str, what: str, allow_dot: bool = False) -> str:
+    """Names become file names: letters, digits, '_', '-'; no '.' in type and data names,
+    which '.' separates in `node.<ntype>.<name>.npy` (so "a"/"b.c" and "a.b"/"c" cannot collide)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name.replace(".", "") if allow_dot else name):
+        allowed = "letters, digits, '_', '-' or '.'" if allow_dot else "letters, digits, '_' or '-' (no '.')"
+        raise PartitionError(f"{what} {name!r} cannot be used in partition file names; rename it using {allowed}")
     return name
 
 
@@ -126,7 +127,8 @@ class PartitionConfig:
         if not f.is_file():
             raise PartitionError(f"partition file {f} is missing (listed in {self.path}); copy it or re-partition")
         try:
-            a = np.load(f, mmap_mode="r" if mmap else None, allow_pickle=False)
+            # copy-on-write: as cheap as read-only until written, and writing never segfaults
+            a = np.load(f, mmap_mode="c" if mmap else None, allow_pickle=False)
         except (ValueError, OSError, EOFError) as exc:
             raise PartitionError(f"partition file {f} is unreadable or truncated ({exc}); copy it again or re-partition") from None
         if rows is not None and (a.ndim == 0 or a.shape[0] != rows):

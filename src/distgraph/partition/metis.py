@@ -9,8 +9,6 @@ in-degree), as DGL does.
 from __future__ import annotations
 
 import ctypes
-import glob
-import os
 from functools import lru_cache
 
 import numpy as np
@@ -28,17 +26,14 @@ _OPTION_NUMBERING = 17
 
 @lru_cache(maxsize=1)
 def _library() -> ctypes.CDLL:
-    import pymetis
-
-    paths = glob.glob(os.path.join(os.path.dirname(pymetis.__file__), "_internal*.so"))
-    if not paths:
+    try:
+        from pymetis import _internal
+    except ImportError:
         raise PartitionError("pymetis is installed without its compiled module; reinstall it with "
-                             "`pip install --force-reinstall pymetis`")
-    from pymetis import _internal
-
+                             "`pip install --force-reinstall pymetis`") from None
     if _internal._idx_type_width() != 64:
         raise PartitionError("pymetis was built with 32-bit METIS ids; distgraph needs a 64-bit build")
-    lib = ctypes.CDLL(paths[0])
+    lib = ctypes.CDLL(_internal.__file__)
     lib.METIS_PartGraphKway.restype = ctypes.c_int
     lib.METIS_PartGraphRecursive.restype = ctypes.c_int
     lib.METIS_SetDefaultOptions.restype = ctypes.c_int

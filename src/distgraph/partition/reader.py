@@ -1,8 +1,7 @@
-"""`load_partition`: one partition's arrays, memory-mapped and checked against the config."""
+"""`load_partition`: one partition's arrays, memory-mapped (copy-on-write) and checked against the config."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,10 +54,8 @@ class Partition:
 
 
 def _tensor(a: np.ndarray) -> torch.Tensor:
-    """Wrap without copying; memory-mapped arrays are read-only and torch warns about that."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return torch.from_numpy(a)
+    """Wrap without copying; mapped arrays are copy-on-write, so writes stay in this process."""
+    return torch.from_numpy(a)
 
 
 def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> Partition:

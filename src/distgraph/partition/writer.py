@@ -15,8 +15,8 @@ from tqdm import tqdm
 
 from ..arrays import offsets, unique_sorted
 from ..errors import PartitionError
-from ..graph import Graph
-from .assign import assign_parts
+from ..graph import DataDict, Graph
+from .assign import assign_parts, node_mask, positive_int
 from .layout import FORMAT_VERSION, check_name, etype_key, part_files
 from .relabel import Relabeling, relabel
 
@@ -108,14 +108,13 @@ class _PartWriter:
         n_inner = hi - lo
 
         def local(ids: np.ndarray) -> np.ndarray:
+            """Global -> local ids: owned ids by offset, halo ids by a search in the sorted halo
+            (memory proportional to the halo, not to the graph)."""
             out = ids - lo
             outer = np.flatnonzero((ids < lo) | (ids >= hi))
-            out[outer] = halo_local[ids[outer]]
+            out[outer] = n_inner + np.searchsorted(halo, ids[outer])
             return out
 
-        # global -> local for halo nodes through a table over all ids (a gather, not a search)
-        halo_local = np.empty(self.g.num_nodes(), dtype=np.int64)
-        halo_local[halo] = np.arange(n_inner, n_inner + halo.size)
         ldst = local(dst)
         order = torch.argsort(torch.from_numpy(ldst), stable=True).numpy()  # 5x numpy's stable sort on 2 cores
         files = part_files(p, node_names, edge_names)
@@ -156,10 +155,16 @@ class _PartWriter:
         self._save(rel, np.take(data.numpy(), rows, axis=0))
 
 
-def _data_meta(store: dict) -> tuple[dict, dict]:
+def _data_meta(store: dict[str, DataDict]) -> tuple[dict, dict]:
+    """Names and (dtype, trailing shape) of each type's data, re-checking the rows (a tensor
+    resized in place after assignment would otherwise spill into other partitions' rows)."""
     names, meta = {}, {}
     for key, data in store.items():
         names[key] = [check_name(k, "data name") for k in data]
+        for k, v in data.items():
+            if v.dim() == 0 or v.shape[0] != data.rows:
+                raise PartitionError(f"{data.kind} data {k!r} of type {key!r} has shape {tuple(v.shape)} but the type "
+                                     f"has {data.rows} {data.kind}s; give it one row per {data.kind}")
         meta[key] = {k: {"dtype": str(v.numpy().dtype), "shape": list(v.shape[1:])} for k, v in data.items()}
     return names, meta
 
@@ -184,15 +189,19 @@ def partition_graph(
     tensor for a homogeneous graph).
     """
     t0 = time.perf_counter()
-    check_name(graph_name, "graph name")
+    check_name(graph_name, "graph name", allow_dot=True)
     for t in g.ntypes:
         check_name(t, "node type")
     for c in g.canonical_etypes:
         for part in c:
             check_name(part, "edge type part")
-    if halo_hops < 1:
-        raise PartitionError(f"halo_hops must be >= 1, got {halo_hops}")
+    num_parts = positive_int(num_parts, "num_parts")
+    halo_hops = positive_int(halo_hops, "halo_hops")
+    node_names, node_meta = _data_meta({t: g.nodes[t].data for t in g.ntypes})
+    edge_names, edge_meta = _data_meta({etype_key(c): g.edges[c].data for c in g.canonical_etypes})
+    train = node_mask(g, "train_mask")
     out = Path(out_path)
+    out.mkdir(parents=True, exist_ok=True)  # an unusable folder fails now, not after METIS
     bar = tqdm(total=3 + num_parts, desc=f"partition {graph_name}", unit="step", disable=not progress, leave=False)
     bar.set_postfix_str(f"assign ({part_method})")
     parts = assign_parts(g, num_parts, part_method, balance_ntypes, balance_edges, seed)
@@ -202,8 +211,6 @@ def partition_graph(
     rl = relabel(g, parts, num_parts)
     bar.update()
 
-    node_names, node_meta = _data_meta(g._ndata)
-    edge_names, edge_meta = _data_meta({etype_key(c): d for c, d in g._edata.items()})
     writer = _PartWriter(g, rl, out, halo_hops)
     bar.set_postfix_str("write parts")
     # Writing is gathers, sorts and file writes, which release the GIL: two threads use both cores.
@@ -232,11 +239,6 @@ def partition_graph(
     bar.update()
     bar.close()
 
-    train = torch.zeros(g.num_nodes(), dtype=torch.bool)
-    for t in g.ntypes:
-        if "train_mask" in g.nodes[t].data:
-            lo = int(g.ntype_offsets[g.get_ntype_id(t)])
-            train[lo:lo + g.num_nodes(t)] = g.nodes[t].data["train_mask"].bool()
     stats = PartitionStats(
         num_parts=num_parts,
         part_nodes=[p["num_inner_nodes"] for p in partitions],
