@@ -31,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     except DistGraphError as exc:
         print(f"distgraph {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # e.g. --out naming an existing file, a full disk, a permission
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"distgraph {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"distgraph {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from ..data import load_graph
+from ..errors import InputError
 from ..partition import PartitionStats, partition_graph, split_categories
 from ..partition.assign import PART_METHODS
 
@@ -49,6 +51,8 @@ def summary(stats: PartitionStats, load_seconds: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise InputError(f"--out {args.out} is an existing file; pass a folder (it is created if missing)")
     t0 = time.perf_counter()
     g = load_graph(args.input, delimiter=args.delimiter, header=args.header, num_nodes=args.num_nodes)
     load_seconds = time.perf_counter() - t0
