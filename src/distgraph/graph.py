@@ -21,6 +21,18 @@ DEFAULT_ETYPE = ("_N", "_E", "_N")
 CanonicalEtype = tuple[str, str, str]
 
 
+def resolve_etype(etype, canonical_etypes: list[CanonicalEtype]) -> CanonicalEtype:
+    """The canonical edge type named by a (src, rel, dst) tuple, a relation name or a
+    'src:rel:dst' string; one clear error when it is unknown or ambiguous."""
+    if isinstance(etype, (tuple, list)) and tuple(etype) in canonical_etypes:
+        return tuple(etype)
+    matches = [c for c in canonical_etypes if etype == c[1] or etype == ":".join(c)]
+    if len(matches) != 1:
+        raise InputError(f"edge type {etype!r} is {'ambiguous' if matches else 'unknown'}; "
+                         f"canonical edge types are {canonical_etypes}")
+    return matches[0]
+
+
 def as_id_tensor(values, what: str) -> torch.Tensor:
     """Convert ids (1-D, or a scalar for one id) to a 1-D int64 tensor; other shapes and dtypes are clear errors."""
     if isinstance(values, torch.Tensor):
@@ -227,13 +239,7 @@ class Graph:
 
     def to_canonical_etype(self, etype) -> CanonicalEtype:
         """Resolve a relation name or canonical tuple to the canonical edge type."""
-        if isinstance(etype, tuple) and tuple(etype) in self.canonical_etypes:
-            return tuple(etype)
-        matches = [c for c in self.canonical_etypes if c[1] == etype]
-        if len(matches) != 1:
-            raise InputError(f"edge type {etype!r} is {'ambiguous' if matches else 'unknown'}; "
-                             f"canonical edge types are {self.canonical_etypes}")
-        return matches[0]
+        return resolve_etype(etype, self.canonical_etypes)
 
     def get_etype_id(self, etype) -> int:
         if etype is None:

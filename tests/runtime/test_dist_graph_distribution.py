@@ -1,7 +1,6 @@
 """Standalone and 2-machine runs sample from the same distribution."""
 
 import numpy as np
-import pytest
 import torch
 
 from distgraph.dist_graph import DistGraph

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import subprocess
 import sys
 from typing import Iterator

@@ -20,7 +20,7 @@ from ..distributed.policy import (EdgePartitionPolicy, NodePartitionPolicy, edge
                                   node_policy_str)
 from ..distributed.runtime import get_context
 from ..errors import DistGraphError, InputError
-from ..graph import DEFAULT_NTYPE, as_id_tensor
+from ..graph import DEFAULT_NTYPE, as_id_tensor, resolve_etype
 from ..partition import RangePartitionBook, load_partition
 from ..partition.layout import PartitionConfig, etype_key
 from ..rpc.wire import parse_dtype
@@ -82,11 +82,7 @@ class DistGraph:
             if len(self.canonical_etypes) != 1:
                 raise InputError(f"the graph has edge types {self.canonical_etypes}; name one")
             return self.canonical_etypes[0]
-        matches = [c for c in self.canonical_etypes if tuple(etype) == c or etype == c[1] or etype == etype_key(c)]
-        if len(matches) != 1:
-            raise InputError(f"edge type {etype!r} is {'ambiguous' if matches else 'unknown'}; "
-                             f"canonical edge types are {self.canonical_etypes}")
-        return matches[0]
+        return resolve_etype(etype, self.canonical_etypes)
 
     def num_nodes(self, ntype: str | None = None) -> int:
         return self._book.num_nodes(ntype)

@@ -12,7 +12,7 @@ import torch
 
 from ..arrays import offsets
 from ..errors import InputError, PartitionError
-from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, as_id_tensor
+from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, as_id_tensor, resolve_etype
 from .layout import PartitionConfig, etype_key
 
 HOMOGENEOUS = None  # a `type` argument meaning "ids are homogeneous ids, not per-type ids"
@@ -120,15 +120,7 @@ class RangePartitionBook:
     def _etype(self, etype) -> str | None:
         if etype in (None, "_E", DEFAULT_ETYPE) and not self.is_homogeneous:
             return HOMOGENEOUS
-        if isinstance(etype, str) and etype in self._edges.typed_offsets:
-            return etype
-        if etype in (None, "_E"):
-            etype = DEFAULT_ETYPE
-        matches = [c for c in self.canonical_etypes if tuple(etype) == c or etype == c[1]]
-        if len(matches) != 1:
-            raise InputError(f"edge type {etype!r} is {'ambiguous' if matches else 'unknown'}; "
-                             f"canonical edge types are {self.canonical_etypes}")
-        return etype_key(matches[0])
+        return etype_key(resolve_etype(DEFAULT_ETYPE if etype in (None, "_E") else etype, self.canonical_etypes))
 
     # ------------------------------------------------------------------- queries
     def num_partitions(self) -> int:
