@@ -85,7 +85,7 @@ def plot(results: dict, path: str) -> None:
     b.set_ylabel("peak RSS (MB)")
     b.legend()
     for ax in (a, b):
-        ax.tick_params(axis="x", rotation=30)
+        plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
