@@ -133,6 +133,7 @@ def main() -> None:
             print(f"parts{k}_random_step_seconds: {rand['seconds']:.2f}")
             print(f"parts{k}_random_edge_cut: {rand['edge_cut']:.4f}")
             print(f"parts{k}_random_halo_fraction: {rand['halo_fraction']:.4f}")
+            print(f"parts{k}_random_peak_rss_mb: {rand['peak_rss_mb']:.0f}")
         if args.plot:
             plot(results, args.plot)
             print(f"plot: {args.plot}")
