@@ -179,3 +179,17 @@ def test_edge_split_and_bad_masks(tmp_path, sbm):
         node_split(torch.ones(5, dtype=torch.bool), book, rank=0, world_size=2)
     with pytest.raises(InputError, match="3 trainers cannot be spread evenly over 2 machines"):
         node_split(torch.arange(10), book, rank=0, world_size=3)
+
+
+def test_repeated_seeds_are_sampled_once_in_first_occurrence_order(sbm):
+    sampler = MultiLayerNeighborSampler([3, 3])
+    seeds = torch.tensor([7, 1, 7, 4, 1])
+    inputs, outputs, blocks = sampler.sample_blocks(lambda s, f: sample_graph(sbm, s, f), seeds)
+    assert outputs.tolist() == [7, 1, 4] and torch.equal(blocks[-1].dst_nodes, outputs)
+
+
+def test_weighted_draws_with_replacement_never_take_zero_weight_edges_whatever_the_spread():
+    indptr = torch.tensor([0, 1, 3])
+    _, slots = sample_csc(indptr, torch.tensor([0, 1]), 10000, replace=True,
+                          prob=torch.tensor([1e12, 1e-3, 0.0]))
+    assert int((slots == 2).sum()) == 0 and int((slots == 1).sum()) == 10000

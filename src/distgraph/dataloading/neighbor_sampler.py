@@ -23,8 +23,10 @@ class MultiLayerNeighborSampler:
         self.prob = prob
 
     def sample_blocks(self, sample_fn: Callable, seeds) -> tuple[torch.Tensor, torch.Tensor, list[Block]]:
-        """(input node ids, output node ids, blocks); blocks[0] consumes the input features."""
-        output = as_id_tensor(seeds, "seeds")
+        """(input node ids, output node ids, blocks); blocks[0] consumes the input features.
+
+        Repeated seeds are sampled once: output ids are the seeds' first occurrences, in order."""
+        output = first_occurrences(as_id_tensor(seeds, "seeds"))
         dst = output
         blocks: list[Block] = []
         for fanout in reversed(self.fanouts):
@@ -40,3 +42,13 @@ def _rows_in(nodes: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """Position of each of `ids` in `nodes` (all present; `nodes` distinct)."""
     order = torch.argsort(nodes)
     return order[torch.searchsorted(nodes[order], ids)]
+
+
+def first_occurrences(ids: torch.Tensor) -> torch.Tensor:
+    """`ids` without repeats, each kept at its first position (vectorised)."""
+    uniq, inverse = torch.unique(ids, return_inverse=True)
+    if uniq.numel() == ids.numel():
+        return ids
+    first = torch.full((uniq.numel(),), ids.numel(), dtype=torch.int64)
+    first.scatter_reduce_(0, inverse, torch.arange(ids.numel()), reduce="amin")
+    return ids[first.sort().values]

@@ -14,6 +14,8 @@ from ..rpc.wire import pack, unpack
 from .collate import collator_from_spec
 from .workers import ENDPOINT, SPEC, encode
 
+PARENT_CHECK_MS = 1000
+
 
 def main() -> None:
     torch.set_num_threads(1)
@@ -29,8 +31,13 @@ def main() -> None:
         sock.send_multipart(pack({"error": f"{type(exc).__name__}: {exc}"}))
         raise
     sock.send_multipart(pack({"ready": True}))
+    parent = os.getppid()
     try:
         while True:
+            if not sock.poll(PARENT_CHECK_MS):
+                if os.getppid() != parent:  # the trainer is gone: stop instead of waiting forever
+                    break
+                continue
             header, arrays = unpack(sock.recv_multipart(copy=False))
             if header.get("stop"):
                 break

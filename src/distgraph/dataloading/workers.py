@@ -72,49 +72,68 @@ class SamplerPool:
         from ..distributed.env import sampler_env
         from ..distributed.runtime import get_context
 
-        self.timeout = get_context().timeouts.startup
+        timeouts = get_context().timeouts
+        self.startup_timeout, self.batch_timeout = timeouts.startup, timeouts.request
         self.zmq = zmq.Context()
         self.workers = [_Worker(self.zmq, i, sampler_env(i), spec) for i in range(num)]
         self.runs = 0
+        self.active = False
+        self.stopped_by: str | None = None
         atexit.register(self.close)
         for w in self.workers:
-            header, _ = self._recv(w)
+            header, _ = self._recv(w, self.startup_timeout)
             if header.get("error"):
-                self.close()
-                raise DistGraphError(f"{w.describe()} failed to start: {header['error']}")
+                self._fail(f"{w.describe()} failed to start: {header['error']}")
 
-    def _recv(self, w: _Worker) -> tuple[dict, list[torch.Tensor]]:
+    def _fail(self, message: str):
+        """Stop every worker and raise `message` (later uses of the pool repeat it)."""
+        self.stopped_by = message
+        self.close()
+        raise DistGraphError(message)
+
+    def _recv(self, w: _Worker, timeout: float) -> tuple[dict, list[torch.Tensor]]:
         """The next message of worker `w`, watching that it stays alive."""
         waited = 0
         while not w.sock.poll(POLL_MS):
             waited += POLL_MS
-            if w.proc.poll() is not None or waited >= self.timeout * 1000:
-                what = f"died with exit code {w.proc.returncode}" if w.proc.poll() is not None else \
-                    f"sent nothing for {self.timeout:g} s"
-                self.close()
-                raise DistGraphError(f"{w.describe()} {what}; see its output above")
+            if w.proc.poll() is not None:
+                self._fail(f"{w.describe()} died with exit code {w.proc.returncode}; see its output above")
+            if waited >= timeout * 1000:
+                self._fail(f"{w.describe()} sent nothing for {timeout:g} s; see its output above")
         return unpack(w.sock.recv_multipart(copy=False))
 
     def run(self, batches: list[torch.Tensor]) -> Iterator:
         """Mini-batches of `batches` (seed tensors), in order; batch i is sampled by worker i mod n.
 
         Jobs carry (run, batch) ids, so results of a run abandoned midway are dropped."""
+        if not self.workers:
+            raise DistGraphError(f"this loader's sampler processes were stopped after an error "
+                                 f"({self.stopped_by or 'at exit'}); create a new loader")
+        if self.active:
+            raise DistGraphError("this loader is already being iterated; with sampler processes a loader "
+                                 "serves one iteration at a time (finish or drop the other one first)")
+        self.active = True
         self.runs += 1
+        run = self.runs
         n = len(self.workers)
         sent = 0
-        for i in range(len(batches)):
-            while sent < len(batches) and sent < i + PREFETCH * n:
-                self.workers[sent % n].sock.send_multipart(pack({"run": self.runs, "batch": sent}, [batches[sent]]))
-                sent += 1
-            w = self.workers[i % n]
-            while True:
-                header, arrays = self._recv(w)
-                if header.get("error"):
-                    raise DistGraphError(f"{w.describe()} could not sample batch {header.get('batch')}: "
-                                         f"{header['error']}")
-                if header.get("run") == self.runs and header.get("batch") == i:
-                    yield decode(header, arrays)
-                    break
+        try:
+            for i in range(len(batches)):
+                while sent < len(batches) and sent < i + PREFETCH * n:
+                    self.workers[sent % n].sock.send_multipart(pack({"run": run, "batch": sent}, [batches[sent]]))
+                    sent += 1
+                w = self.workers[i % n]
+                while True:
+                    header, arrays = self._recv(w, self.batch_timeout)
+                    if header.get("run") != run:
+                        continue  # left over from an abandoned iteration
+                    if header.get("error"):
+                        raise DistGraphError(f"{w.describe()} could not sample batch {i}: {header['error']}")
+                    if header.get("batch") == i:
+                        yield decode(header, arrays)
+                        break
+        finally:
+            self.active = False
 
     def close(self) -> None:
         """Stop the workers (they say goodbye to the servers) and wait for them."""
@@ -122,7 +141,10 @@ class SamplerPool:
             return
         for w in self.workers:
             if w.proc.poll() is None:
-                w.sock.send_multipart(pack({"stop": True}), flags=zmq.NOBLOCK)
+                try:
+                    w.sock.send_multipart(pack({"stop": True}), flags=zmq.NOBLOCK)
+                except zmq.ZMQError:  # not connected yet: it is killed below if it does not stop
+                    pass
         for w in self.workers:
             try:
                 w.proc.wait(timeout=10)

@@ -106,15 +106,20 @@ def _with_replacement(start, deg, fanout, prob, generator):
     if prob is None:
         offset = torch.clamp((u * deg[seg]).to(torch.int64), max=deg[seg] - 1)
         return seg, start[seg] + offset
-    # cumulative weights of the seeds that draw, one searchsorted for all draws
+    # each seed's weights normalised to sum to 1, so seed i owns [i, i+1) of one cumulative
+    # sum whatever the spread of weights across seeds; one searchsorted for all draws
     seg_c, pos_c = _segments(deg[seeds_with])
     slots_c = start[seeds_with][seg_c] + pos_c
-    cum = torch.cumsum(prob[slots_c], 0)
-    base = torch.cumsum(total_by_seed[seeds_with], 0) - total_by_seed[seeds_with]
+    cum = torch.cumsum(prob[slots_c] / total_by_seed[seeds_with][seg_c], 0)
     local_seg = torch.arange(seeds_with.numel()).repeat_interleave(fanout)
-    target = base[local_seg] + u * total_by_seed[seg]
-    idx = torch.searchsorted(cum, target, right=True)
+    idx = torch.searchsorted(cum, local_seg + u, right=True)
     # guard against rounding at a segment's end: stay inside the seed's own range
     first = torch.cumsum(deg[seeds_with], 0) - deg[seeds_with]
     idx = torch.minimum(torch.maximum(idx, first[local_seg]), first[local_seg] + deg[seeds_with][local_seg] - 1)
+    # a draw that rounding put on a zero-weight slot moves back to the nearest positive one before it
+    zero = prob[slots_c[idx]] == 0
+    if bool(zero.any()):
+        positive = torch.where(prob[slots_c] > 0, torch.arange(slots_c.numel()), -1)
+        last_positive = torch.cummax(positive, 0).values
+        idx[zero] = last_positive[idx[zero]]
     return seg, slots_c[idx]

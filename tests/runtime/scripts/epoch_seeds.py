@@ -24,6 +24,16 @@ for epoch in range(2):
     outputs.append(torch.cat(seen))
 assert torch.equal(outputs[0].sort().values, outputs[1].sort().values)
 samplers = len(loader._pool.workers) if loader._pool is not None else 0
+if samplers:
+    first = iter(loader)
+    next(first)
+    try:
+        next(iter(loader))
+        raise AssertionError("a second live iteration must be refused")
+    except dg.DistGraphError as exc:
+        assert "already being iterated" in str(exc), exc
+    del first  # dropping the first iteration frees the loader
+    assert torch.equal(torch.cat([out for _, out, _ in loader]).sort().values, outputs[0].sort().values)
 np.save(os.path.join(sys.argv[1], f"seeds_{rank}.npy"), outputs[0].numpy())
 np.save(os.path.join(sys.argv[1], f"samplers_{rank}.npy"), np.array([samplers]))
 dg.barrier()
