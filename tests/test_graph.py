@@ -117,3 +117,12 @@ def test_unknown_node_type_is_a_clear_error():
         g.nodes["bad"]
     with pytest.raises(InputError, match="edge type 'bad' is unknown"):
         g.edges["bad"]
+
+
+def test_unknown_types_in_views_are_clear_errors():
+    g = Graph.from_hetero({("user", "buys", "item"): ([0], [1])}, {"user": 1, "item": 2})
+    with pytest.raises(InputError, match="unknown node type 'shop'"):
+        g.nodes["shop"]
+    with pytest.raises(InputError, match="edge type 'sells' is unknown"):
+        g.edges["sells"]
+    assert g.edges["user:buys:item"].data is g.edges[("user", "buys", "item")].data

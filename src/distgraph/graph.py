@@ -8,7 +8,7 @@ range and a per-type id is the homogeneous id minus the type's offset.
 from __future__ import annotations
 
 import operator
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -96,11 +96,21 @@ class DataDict(dict):
         return type(self), (self.rows, self.kind, self.key), None, None, iter(self.items())
 
 
-class _TypedView:
-    """`g.nodes[ntype].data` / `g.edges[etype].data`: the data dict of one type."""
+class TypedView:
+    """`g.nodes[ntype]` / `g.edges[etype]`: `.data` is the data dict of that type."""
 
-    def __init__(self, data: DataDict):
+    def __init__(self, data: dict):
         self.data = data
+
+
+class TypeViews:
+    """`g.nodes` / `g.edges`: indexing by a type name resolves it (one clear error if unknown)."""
+
+    def __init__(self, data_of: Callable[[Any], dict]):
+        self._data_of = data_of
+
+    def __getitem__(self, key) -> TypedView:
+        return TypedView(self._data_of(key))
 
 
 class Graph:
@@ -279,12 +289,12 @@ class Graph:
         return self._edata[self._single(self.canonical_etypes, "edata")]
 
     @property
-    def nodes(self) -> "_NodeViews":
-        return _NodeViews(self)
+    def nodes(self) -> TypeViews:
+        return TypeViews(lambda ntype: self._ndata[self.ntypes[self._ntype_index(ntype)]])
 
     @property
-    def edges(self) -> "_EdgeViews":
-        return _EdgeViews(self)
+    def edges(self) -> TypeViews:
+        return TypeViews(lambda etype: self._edata[self.to_canonical_etype(etype)])
 
     # ----------------------------------------------------------------- adjacency
     def csc(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -315,26 +325,6 @@ class Graph:
     def __repr__(self) -> str:
         return (f"Graph(num_nodes={self._num_nodes}, num_edges={self.num_edges()}, "
                 f"ntypes={self.ntypes}, etypes={self.canonical_etypes})")
-
-
-class _NodeViews:
-    """`g.nodes[ntype].data`; an unknown type is an `InputError` naming the graph's types."""
-
-    def __init__(self, g: Graph):
-        self._g = g
-
-    def __getitem__(self, ntype: str) -> _TypedView:
-        return _TypedView(self._g._ndata[self._g.ntypes[self._g._ntype_index(ntype)]])
-
-
-class _EdgeViews:
-    """`g.edges[etype].data`, accepting a relation name or a canonical tuple."""
-
-    def __init__(self, g: Graph):
-        self._g = g
-
-    def __getitem__(self, etype) -> _TypedView:
-        return _TypedView(self._g._edata[self._g.to_canonical_etype(etype)])
 
 
 def _compress(key: torch.Tensor, other: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -20,19 +20,12 @@ from ..distributed.policy import (EdgePartitionPolicy, NodePartitionPolicy, edge
                                   node_policy_str)
 from ..distributed.runtime import get_context
 from ..errors import DistGraphError, InputError
-from ..graph import DEFAULT_NTYPE, as_id_tensor, resolve_etype
+from ..graph import DEFAULT_NTYPE, TypeViews, as_id_tensor, resolve_etype
 from ..partition import RangePartitionBook, load_partition
 from ..partition.layout import PartitionConfig, etype_key
 from ..rpc.wire import parse_dtype
 from ..sampling import SampledEdges, sample_partition
 from ..sampling.remote import edge_weights
-
-
-class _TypeData:
-    """`g.nodes[ntype].data` / `g.edges[etype].data`."""
-
-    def __init__(self, data: dict[str, DistTensor]):
-        self.data = data
 
 
 class DistGraph:
@@ -114,12 +107,12 @@ class DistGraph:
         return self._edge_data[self._canonical(None)]
 
     @property
-    def nodes(self) -> dict[str, _TypeData]:
-        return {t: _TypeData(self._node_data.setdefault(t, {})) for t in self.ntypes}
+    def nodes(self) -> TypeViews:
+        return TypeViews(lambda ntype: self._node_data.setdefault(self._ntype(ntype), {}))
 
     @property
-    def edges(self) -> "_EdgeViews":
-        return _EdgeViews(self)
+    def edges(self) -> TypeViews:
+        return TypeViews(lambda etype: self._edge_data[self._canonical(etype)])
 
     # -------------------------------------------------------------- structure
     @cached_property
@@ -135,11 +128,18 @@ class DistGraph:
                                                             {name: {"shape": [], "dtype": "int64"}})[name]
         return out
 
-    def _node_ids(self, v, ntype: str | None) -> tuple[torch.Tensor, str]:
+    def _ntype(self, ntype: str | None) -> str:
+        """A node type of this graph (the only one when None)."""
         if ntype is None:
             if len(self.ntypes) != 1:
                 raise InputError(f"the graph has node types {self.ntypes}; pass ntype=")
-            ntype = self.ntypes[0]
+            return self.ntypes[0]
+        if ntype not in self.ntypes:
+            raise InputError(f"unknown node type {ntype!r}; the graph has {self.ntypes}")
+        return ntype
+
+    def _node_ids(self, v, ntype: str | None) -> tuple[torch.Tensor, str]:
+        ntype = self._ntype(ntype)
         return (torch.arange(self.num_nodes(ntype)) if v is None else as_id_tensor(v, "node ids")), ntype
 
     def in_degrees(self, v=None, ntype: str | None = None) -> torch.Tensor:
@@ -171,7 +171,7 @@ class DistGraph:
 
     def orig_nids(self, ntype: str | None = None) -> torch.Tensor:
         """Original id (in the input graph) of every node id of `ntype`."""
-        return self._mapping("node", self._node_ids(torch.empty(0, dtype=torch.int64), ntype)[1])
+        return self._mapping("node", self._ntype(ntype))
 
     def orig_eids(self, etype=None) -> torch.Tensor:
         """Original id (in the input graph) of every edge id of `etype`."""
@@ -207,10 +207,3 @@ class DistGraph:
         return (f"DistGraph({self.graph_name!r}, num_nodes={self.num_nodes()}, num_edges={self.num_edges()}, "
                 f"ntypes={self.ntypes}, etypes={self.canonical_etypes})")
 
-
-class _EdgeViews:
-    def __init__(self, g: DistGraph):
-        self._g = g
-
-    def __getitem__(self, etype) -> _TypeData:
-        return _TypeData(self._g._edge_data[self._g._canonical(etype)])

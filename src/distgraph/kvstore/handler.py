@@ -21,7 +21,8 @@ from .store import KVStore
 MAX_NAME = 256
 
 
-def _field(header: dict, key: str, kind: type | tuple, optional: bool = False) -> Any:
+def field(header: dict, key: str, kind: type | tuple, optional: bool = False) -> Any:
+    """Header field `key`, checked to be of `kind` (bools are not ints); WireError otherwise."""
     if key not in header:
         if optional:
             return None
@@ -35,13 +36,14 @@ def _field(header: dict, key: str, kind: type | tuple, optional: bool = False) -
 
 
 def _name(header: dict) -> str:
-    name = _field(header, "name", str)
+    name = field(header, "name", str)
     if not name or len(name) > MAX_NAME:
         raise WireError(f"tensor names must have 1 to {MAX_NAME} characters")
     return name
 
 
-def _arrays(arrays: list[torch.Tensor], count: int, op: str) -> list[torch.Tensor]:
+def expect_arrays(arrays: list[torch.Tensor], count: int, op: str) -> list[torch.Tensor]:
+    """The request's arrays, checked to be exactly `count` of them."""
     if len(arrays) != count:
         raise WireError(f"{op!r} takes {count} array(s), got {len(arrays)}")
     return arrays
@@ -89,10 +91,10 @@ class RequestHandler:
             return {"ok": False, "kind": "internal", "error": error}, []
 
     def _create(self, header: dict, arrays: list) -> tuple[dict, list]:
-        shape = parse_shape(_field(header, "shape", list))
-        dtype = parse_dtype(_field(header, "dtype", str))
-        policy = _field(header, "policy", str)
-        init = _field(header, "init", dict, optional=True)
+        shape = parse_shape(field(header, "shape", list))
+        dtype = parse_dtype(field(header, "dtype", str))
+        policy = field(header, "policy", str)
+        init = field(header, "init", dict, optional=True)
         if len(arrays) > 1:
             raise WireError(f"'create' takes at most one array (this machine's initial rows), got {len(arrays)}")
         data = arrays[0] if arrays else None
@@ -100,26 +102,26 @@ class RequestHandler:
         return {**meta_fields(meta), "created": created}, []
 
     def _lookup(self, header: dict, arrays: list) -> tuple[dict, list]:
-        _arrays(arrays, 0, "lookup")
+        expect_arrays(arrays, 0, "lookup")
         meta = self.store.meta(_name(header))
         return ({**meta_fields(meta), "found": True} if meta else {"found": False}), []
 
     def _pull(self, header: dict, arrays: list) -> tuple[dict, list]:
-        (ids,) = _arrays(arrays, 1, "pull")
-        return {}, [self.store.pull(_name(header), _field(header, "uid", str, optional=True), ids)]
+        (ids,) = expect_arrays(arrays, 1, "pull")
+        return {}, [self.store.pull(_name(header), field(header, "uid", str, optional=True), ids)]
 
     def _push(self, header: dict, arrays: list) -> tuple[dict, list]:
-        ids, values = _arrays(arrays, 2, "push")
-        optimizer = _field(header, "optimizer", dict, optional=True)
-        self.store.push(_name(header), _field(header, "uid", str, optional=True), ids, values, optimizer)
+        ids, values = expect_arrays(arrays, 2, "push")
+        optimizer = field(header, "optimizer", dict, optional=True)
+        self.store.push(_name(header), field(header, "uid", str, optional=True), ids, values, optimizer)
         return {}, []
 
     def _delete(self, header: dict, arrays: list) -> tuple[dict, list]:
-        _arrays(arrays, 0, "delete")
+        expect_arrays(arrays, 0, "delete")
         return {"deleted": self.store.delete(_name(header))}, []
 
     def _list(self, header: dict, arrays: list) -> tuple[dict, list]:
-        _arrays(arrays, 0, "list")
+        expect_arrays(arrays, 0, "list")
         return {"tensors": [meta_fields(m) for m in self.store.metas()]}, []
 
     def _ping(self, header: dict, arrays: list) -> tuple[dict, list]:

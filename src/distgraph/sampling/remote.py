@@ -9,7 +9,7 @@ import torch
 
 from ..distributed.policy import edge_policy_str, graph_data_name
 from ..errors import InputError
-from ..kvstore.handler import _arrays, _field
+from ..kvstore.handler import expect_arrays, field
 from ..kvstore.store import KVStore, UnknownTensor
 from ..partition import Partition
 from ..rpc.wire import WireError
@@ -34,14 +34,14 @@ def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list
     """Handlers to register on a server's `RequestHandler`."""
 
     def sample(header: dict, arrays: list) -> tuple[dict, list]:
-        (seeds,) = _arrays(arrays, 1, "sample")
+        (seeds,) = expect_arrays(arrays, 1, "sample")
         if seeds.dtype != torch.int64 or seeds.dim() != 1:
             raise WireError("'sample' seeds must be a 1-D int64 array")
-        fanout = _field(header, "fanout", int)
+        fanout = field(header, "fanout", int)
         if not -1 <= fanout <= MAX_FANOUT:
             raise WireError(f"fanout must be -1 or in [0, {MAX_FANOUT}], got {fanout}")
-        replace = _field(header, "replace", bool)
-        prob = _field(header, "prob", str, optional=True)
+        replace = field(header, "replace", bool)
+        prob = field(header, "prob", str, optional=True)
         e = sample_partition(part, seeds, fanout, replace, edge_weights(store, part, prob))
         return {}, [e.src, e.dst, e.eids]
 
