@@ -58,34 +58,34 @@ class EdgeCollator(NodeCollator):
         if exclude not in (None, "self", "reverse"):
             raise ValueError(f"exclude must be None, 'self' or 'reverse', got {exclude!r}")
         self.num_negs, self.exclude, self.generator = num_negs, exclude, generator
-        self._excluded: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def spec(self) -> dict:
         return {**super().spec(), "kind": "edge", "num_negs": self.num_negs, "exclude": self.exclude}
 
-    def _hop(self, seeds: torch.Tensor, fanout: int) -> SampledEdges:
-        e = super()._hop(seeds, fanout)
-        if self._excluded is None:
-            return e
-        eids, pairs = self._excluded
-        drop = torch.isin(e.eids, eids)
-        if pairs.numel():
-            drop |= torch.isin(e.src * self.g.num_nodes() + e.dst, pairs)
-        return SampledEdges(e.src[~drop], e.dst[~drop], e.eids[~drop])
+    def _hop_excluding(self, eids: torch.Tensor, pairs: torch.Tensor | None):
+        """A hop that drops the edges `eids` and those whose (src * n + dst) is in `pairs`."""
+        n = self.g.num_nodes()
+
+        def hop(seeds: torch.Tensor, fanout: int) -> SampledEdges:
+            e = self._hop(seeds, fanout)
+            drop = torch.isin(e.eids, eids)
+            if pairs is not None:
+                drop |= torch.isin(e.src * n + e.dst, pairs)
+            return SampledEdges(e.src[~drop], e.dst[~drop], e.eids[~drop])
+
+        return hop
 
     def collate(self, eids: torch.Tensor):
         src, dst = self.g.find_edges(eids)
         n = self.g.num_nodes()
         neg_src = src.repeat_interleave(self.num_negs)
         neg_dst = torch.randint(0, n, (neg_src.numel(),), generator=self.generator)
+        hop = self._hop
         if self.exclude is not None:
-            pairs = torch.cat([src * n + dst, dst * n + src]) if self.exclude == "reverse" else torch.empty(0, dtype=torch.int64)
-            self._excluded = (eids, pairs)
-        try:
-            seeds = torch.unique(torch.cat([src, dst, neg_dst]))
-            input_nodes, output_nodes, blocks = self.sampler.sample_blocks(self._hop, seeds)
-        finally:
-            self._excluded = None
+            pairs = torch.cat([src * n + dst, dst * n + src]) if self.exclude == "reverse" else None
+            hop = self._hop_excluding(eids, pairs)
+        seeds = torch.unique(torch.cat([src, dst, neg_dst]))  # sorted: rows below are a searchsorted
+        input_nodes, output_nodes, blocks = self.sampler.sample_blocks(hop, seeds)
         row = torch.searchsorted(output_nodes, torch.stack([torch.cat([src, neg_src]), torch.cat([dst, neg_dst])]))
         m = src.numel()
         return input_nodes, PairGraph(row[:, :m], eids), PairGraph(row[:, m:], eids.new_empty(0)), blocks
