@@ -43,6 +43,9 @@ def test_data_degrees_and_edges_in_original_ids(g, graph, parts):
     src, dst = g.find_edges(eids)
     assert torch.equal(orig[src], graph.src[orig_e[eids]]) and torch.equal(orig[dst], graph.dst[orig_e[eids]])
     assert torch.equal(g.orig_nids(), orig)
+    book = g.get_partition_book()
+    assert torch.equal(g.get_node_partition_policy().to_partid(ids), book.nid2partid(ids))
+    assert torch.equal(g.get_edge_partition_policy().to_partid(eids), book.eid2partid(eids))
 
 
 def test_sampling_spans_machines_and_returns_real_edges(g, graph, parts):

@@ -32,10 +32,6 @@ class Block:
     def num_edges(self) -> int:
         return int(self.eids.numel())
 
-    @property
-    def srcdata_ids(self) -> torch.Tensor:
-        return self.src_nodes
-
     def size(self) -> tuple[int, int]:
         """(num_src_nodes, num_dst_nodes): the `size` PyG's bipartite message passing takes."""
         return self.num_src_nodes, self.num_dst_nodes

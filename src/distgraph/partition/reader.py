@@ -47,10 +47,6 @@ class Partition:
         """In-degree of each owned node (all its in-edges are stored here)."""
         return self.indptr[1:self.num_inner_nodes + 1] - self.indptr[:self.num_inner_nodes]
 
-    def inner_node_mask(self) -> torch.Tensor:
-        mask = torch.zeros(self.num_local_nodes, dtype=torch.bool)
-        mask[: self.num_inner_nodes] = True
-        return mask
 
 
 def _tensor(a: np.ndarray) -> torch.Tensor:
