@@ -84,12 +84,16 @@ class _PartWriter:
         e = order[_ranges_to_ids(indptr, nodes)]
         return e, new_src[e]
 
-    def write(self, p: int, node_names: dict, edge_names: dict) -> dict:
+    def write(self, p: int, node_names: dict, edge_names: dict) -> tuple[dict, int]:
+        """Write partition p; returns its JSON entry and its number of cut in-edges."""
         lo, hi = self.rl.part_nodes(p)
         elo, ehi = self.rl.part_edges(p)
         eids = np.arange(elo, ehi, dtype=np.int64)
         src, dst = self.endpoints(slice(elo, ehi))
-        halo = unique_sorted(src[(src < lo) | (src >= hi)])
+        outside = (src < lo) | (src >= hi)
+        cut = int(np.count_nonzero(outside))  # owned in-edges from other partitions' nodes
+        halo = unique_sorted(src[outside])
+        del outside
         if self.halo_hops > 1:
             known = halo
             frontier = halo
@@ -143,7 +147,7 @@ class _PartWriter:
             "num_inner_edges": int(ehi - elo),
             "num_local_edges": int(eids.size),
             **files,
-        }
+        }, cut
 
     def _save(self, rel: str, a: np.ndarray) -> None:
         f = self.out / rel
@@ -152,7 +156,16 @@ class _PartWriter:
 
     def _save_rows(self, rel: str, data: torch.Tensor, rows: np.ndarray) -> None:
         """Gather one partition's rows of a data array and write them."""
-        self._save(rel, np.take(data.numpy(), rows, axis=0))
+        self._save(rel, data.numpy()[rows])  # fancy indexing: 2-4x np.take(axis=0) for 400-byte rows here
+
+
+def _per_type_orig(new2old: np.ndarray, ranges: np.ndarray, type_offset: int) -> np.ndarray:
+    """Original per-type id of each of a type's new ids, from its [start, end) in every part.
+    With one type the ranges tile all ids, and the map is `new2old` itself (no 32 MB gather)."""
+    if ranges[0, 0] == 0 and ranges[-1, 1] == new2old.size and (ranges[1:, 0] == ranges[:-1, 1]).all():
+        return new2old - type_offset if type_offset else new2old
+    idx = np.concatenate([np.arange(lo, hi) for lo, hi in ranges])
+    return new2old[idx] - type_offset
 
 
 def _data_meta(store: dict[str, DataDict]) -> tuple[dict, dict]:
@@ -218,19 +231,17 @@ def partition_graph(
         futures = [pool.submit(writer.write, p, node_names, edge_names) for p in range(num_parts)]
         for f in futures:
             f.add_done_callback(lambda _: bar.update())
-        partitions = [f.result() for f in futures]
+        partitions, cuts = zip(*(f.result() for f in futures))
 
     bar.set_postfix_str("mappings")
     mapping = {"node": {}, "edge": {}, "node_names": None}
     orig_nids, orig_eids = {}, {}
     for ti, t in enumerate(g.ntypes):
-        idx = np.concatenate([np.arange(*rl.node_ranges[p, ti]) for p in range(num_parts)])
-        orig_nids[t] = rl.node_new2old[idx] - int(g.ntype_offsets[ti])
+        orig_nids[t] = _per_type_orig(rl.node_new2old, rl.node_ranges[:, ti], int(g.ntype_offsets[ti]))
         mapping["node"][t] = f"mapping/node.{t}.npy"
         writer._save(mapping["node"][t], orig_nids[t])
     for ci, c in enumerate(g.canonical_etypes):
-        idx = np.concatenate([np.arange(*rl.edge_ranges[p, ci]) for p in range(num_parts)])
-        orig_eids[c] = rl.edge_new2old[idx] - int(g.etype_offsets[ci])
+        orig_eids[c] = _per_type_orig(rl.edge_new2old, rl.edge_ranges[:, ci], int(g.etype_offsets[ci]))
         mapping["edge"][etype_key(c)] = f"mapping/edge.{etype_key(c)}.npy"
         writer._save(mapping["edge"][etype_key(c)], orig_eids[c])
     if g.node_names is not None:
@@ -245,7 +256,7 @@ def partition_graph(
         part_edges=[p["num_inner_edges"] for p in partitions],
         part_halo=[p["num_local_nodes"] - p["num_inner_nodes"] for p in partitions],
         part_train=np.bincount(parts[train.numpy()], minlength=num_parts).tolist(),
-        edge_cut=float((parts[g.src.numpy()] != parts[g.dst.numpy()]).mean()) if g.num_edges() else 0.0,
+        edge_cut=sum(cuts) / g.num_edges() if g.num_edges() else 0.0,
         assign_seconds=t_assign,
         total_seconds=0.0,
     )
@@ -264,7 +275,7 @@ def partition_graph(
         "node_data": node_meta,
         "edge_data": edge_meta,
         "mapping": mapping,
-        "partitions": partitions,
+        "partitions": list(partitions),
     }
     stats.total_seconds = time.perf_counter() - t0
     config["stats"] = stats.as_dict()
