@@ -28,21 +28,29 @@ def child(args: argparse.Namespace) -> None:
     categories = split_categories(g) if balance == "balanced" else None
     out: dict = {}
     t0 = time.perf_counter()
-    if method == "bare":
+    if method in ("bare", "bare64"):
         # The bare METIS call: the same adjacency and the same vertex weights as our step.
-        import pymetis
-
+        # "bare" is the library our step uses (choose_library: cmeel-metis's 32-bit build when
+        # the graph fits); "bare64" is pymetis's 64-bit build, for reference.
         from distgraph.partition.assign import balance_weights
-        from distgraph.partition.metis import part_graph, symmetric_adjacency
+        from distgraph.partition.metis import choose_library, library64, part_graph, symmetric_adjacency
 
         xadj, adjncy = symmetric_adjacency(g.src.numpy(), g.dst.numpy(), g.num_nodes())
         weights = balance_weights(g, categories, balance == "balanced")
+        weights = weights if weights.shape[1] > 1 else None  # as assign_parts passes them
         out["symmetrize_seconds"] = time.perf_counter() - t0
+        if method == "bare":
+            lib = choose_library(xadj.size - 1, adjncy.size, None if weights is None else weights.sum(0))
+        else:
+            lib = library64()
+        out["library"] = lib.name
         t1 = time.perf_counter()
-        if weights.shape[1] == 1:
+        if method == "bare64" and weights is None:  # pymetis's own API, as a user would call it
+            import pymetis
+
             pymetis.part_graph(args.num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy))
-        else:  # pymetis's Python API takes one constraint; the same library through ctypes takes several
-            part_graph(xadj, adjncy, args.num_parts, weights)
+        else:  # pymetis's Python API takes one constraint; ctypes takes several
+            part_graph(xadj, adjncy, args.num_parts, weights, library=lib)
         out["seconds"] = time.perf_counter() - t1
     else:
         stats = partition_graph(g, "bench", args.num_parts, args.out, part_method=method,
@@ -116,14 +124,21 @@ def main() -> None:
         for k in args.parts:
             for balance in ("plain", "balanced"):
                 bare = measure(f"bare:{balance}", graph, k, Path(tmp) / "x", args.repeat)
+                bare64 = measure(f"bare64:{balance}", graph, k, Path(tmp) / "x", args.repeat)
                 ours = measure(f"metis:{balance}", graph, k, Path(tmp) / f"m{k}", args.repeat)
-                results.update({f"bare METIS {balance} k={k}": bare, f"ours METIS {balance} k={k}": ours})
+                results.update({f"bare METIS {balance} k={k}": bare, f"bare METIS 64-bit {balance} k={k}": bare64,
+                                f"ours METIS {balance} k={k}": ours})
                 tag = f"parts{k}_{balance}"
+                print(f"{tag}_metis_library: {bare['library']}")
                 print(f"{tag}_bare_metis_seconds: {bare['seconds']:.2f}")
                 print(f"{tag}_ours_whole_step_seconds: {ours['seconds']:.2f}")
                 print(f"{tag}_ours_over_bare_metis: {ours['seconds'] / bare['seconds']:.2f}")
                 print(f"{tag}_bare_metis_peak_rss_mb: {bare['peak_rss_mb']:.0f}")
                 print(f"{tag}_ours_peak_rss_mb: {ours['peak_rss_mb']:.0f}")
+                print(f"{tag}_bare_metis64_library: {bare64['library']}")
+                print(f"{tag}_bare_metis64_seconds: {bare64['seconds']:.2f}")
+                print(f"{tag}_ours_over_bare_metis64: {ours['seconds'] / bare64['seconds']:.2f}")
+                print(f"{tag}_bare_metis64_peak_rss_mb: {bare64['peak_rss_mb']:.0f}")
                 print(f"{tag}_edge_cut: {ours['edge_cut']:.4f}")
                 print(f"{tag}_halo_fraction: {ours['halo_fraction']:.4f}")
                 print(f"{tag}_imbalance_nodes_edges_train: {ours['node_imbalance']:.3f} "
