@@ -130,14 +130,16 @@ class Cluster:
 
 
 @contextmanager
-def as_trainer(cluster: "Cluster", machine_id: int = 0):
-    """Run the enclosed code as a launched trainer of `cluster`'s machine `machine_id`."""
+def as_trainer(cluster: "Cluster", machine_id: int = 0, host_shm: bool = True):
+    """Run the enclosed code as a launched trainer of `cluster`'s machine `machine_id`;
+    without `host_shm`, rows of the other machines (on this host too) travel over the wire."""
     import distgraph.distributed as dist
 
     with pytest.MonkeyPatch.context() as mp:
         for k, v in cluster.env("trainer", machine_id).items():
             mp.setenv(k, v)
         mp.setenv("RANK", str(machine_id))
+        mp.setenv("DISTGRAPH_HOST_SHM", str(int(host_shm)))
         dist.initialize()
         try:
             yield dist

@@ -22,8 +22,15 @@ from .test_kvstore import dense_lazy_adam
 N = 2000
 
 
+@pytest.fixture(scope="module", params=[False, True], ids=["wire", "host-shm"])
+def host_shm(request):
+    """Whether the trainer reaches machine 1's rows (on this host too) in its shared memory
+    or over the wire; each way gets a cluster of its own."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def cluster(parts, tmp_path_factory):
+def cluster(parts, tmp_path_factory, host_shm):
     c = Cluster(parts[2], write_ip_config(tmp_path_factory.mktemp("ip") / "ip_config.txt", [2, 1]), [2, 1])
     yield c
     codes = c.stop()
@@ -31,9 +38,27 @@ def cluster(parts, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def dist(cluster):
-    with as_trainer(cluster) as dist:
+def dist(cluster, host_shm):
+    with as_trainer(cluster, host_shm=host_shm) as dist:
         yield dist
+
+
+def test_other_machines_rows_are_mapped_when_they_share_this_host(dist, cluster, truth, host_shm):
+    feat = dist.DistTensor((N, 16), torch.float32, "node~_N~feat")
+    handle, client = feat._handle, dist.get_context().client
+    assert sorted(handle.shm) == ([0, 1] if host_shm else [0])
+    lo1, hi1 = dist.get_context().book.node_range(1, "_N")
+    if host_shm:
+        assert torch.equal(handle.shm[1], truth[lo1:hi1])  # the very rows machine 1's servers hold
+    # a store whose manifest is not in our /dev/shm (another host) is not mapped: its rows travel
+    elsewhere = KVStore(1, 0, 1, client.resolve_policy, SegmentNamer(cluster.session + "-elsewhere", "g", 1),
+                        creator=False)
+    saved = client.host_stores
+    client.host_stores = {1: elsewhere}
+    try:
+        assert sorted(client.lookup("node~_N~feat").shm) == [0]
+    finally:
+        client.host_stores = saved
 
 
 @pytest.fixture(scope="module")

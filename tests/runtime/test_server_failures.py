@@ -27,8 +27,9 @@ def _address(cluster, machine):
     return f"127.0.0.1:{parse_ip_config(cluster.ip_config)[machine].port}"
 
 
-def test_killed_server_becomes_an_error_naming_it(cluster, trainer_env, runtime):
+def test_killed_server_becomes_an_error_naming_it(cluster, trainer_env, runtime, monkeypatch):
     trainer_env(cluster, 0)
+    monkeypatch.setenv("DISTGRAPH_HOST_SHM", "0")  # both machines share this host: make machine 1's rows travel
     runtime.initialize()
     feat = runtime.DistTensor((2000, 16), torch.float32, "node~_N~feat")
     remote = torch.arange(*runtime.get_context().book.node_range(1, "_N"))

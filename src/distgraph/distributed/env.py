@@ -30,6 +30,7 @@ LAUNCHER_PID = "DISTGRAPH_LAUNCHER_PID"  # servers exit when this parent is gone
 TIMEOUT = "DISTGRAPH_TIMEOUT"  # seconds to wait for any reply
 STARTUP_TIMEOUT = "DISTGRAPH_STARTUP_TIMEOUT"  # seconds to wait for servers to load and for creations
 BARRIER_TIMEOUT = "DISTGRAPH_BARRIER_TIMEOUT"  # seconds to wait for the other trainers at a barrier
+HOST_SHM = "DISTGRAPH_HOST_SHM"  # 0: map only this machine's shared memory; other machines' rows travel
 
 ROLES = ("server", "trainer", "sampler")
 DEFAULT_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, DEFAULT_BARRIER_TIMEOUT = 60.0, 600.0, 1800.0
@@ -90,6 +91,7 @@ class ProcessEnv:
     rank: int  # trainers and samplers: global trainer rank (samplers: their trainer's)
     launcher_pid: int | None
     timeouts: Timeouts
+    host_shm: bool = True  # read rows of other machines on this host from their shared memory
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str] = os.environ) -> "ProcessEnv | None":
@@ -113,6 +115,7 @@ class ProcessEnv:
             rank=_int(env, "RANK", 0),
             launcher_pid=_int(env, LAUNCHER_PID) if env.get(LAUNCHER_PID) else None,
             timeouts=Timeouts.from_environ(env),
+            host_shm=bool(_int(env, HOST_SHM, 1)),
         )
 
 

@@ -20,7 +20,9 @@ from ..kvstore.handler import RequestHandler
 from ..kvstore.local import LocalChannel
 from ..kvstore.shm import SegmentNamer
 from ..kvstore.store import KVStore
+from ..launch.hosts import is_local
 from ..launch.ip_config import parse_ip_config, server_addresses
+from ..malloc import keep_freed_memory
 from ..partition import RangePartitionBook, load_partition_book
 from ..partition.layout import PartitionConfig
 from ..rpc.transport import Connections
@@ -100,10 +102,15 @@ def _connect(env: ProcessEnv) -> Context:
                          f"{book.num_partitions()} partitions; they must be equal")
     spm = [m.server_count(env.num_servers) for m in machines]
     policies = PolicyTable(book)
-    namer = SegmentNamer(env.session, PartitionConfig.load(part_config).graph_name, env.machine_id)
-    local = KVStore(env.machine_id, 0, spm[env.machine_id], policies, namer, creator=False)
-    client = KVClient(Connections(peers, env.timeouts.request), spm, env.machine_id, local, policies,
-                      env.timeouts.startup)
+    graph_name = PartitionConfig.load(part_config).graph_name
+
+    def attach_only(m: int) -> KVStore:
+        return KVStore(m, 0, spm[m], policies, SegmentNamer(env.session, graph_name, m), creator=False)
+
+    same_host = [attach_only(m) for m, machine in enumerate(machines)
+                 if env.host_shm and m != env.machine_id and is_local(machine.ip)]
+    client = KVClient(Connections(peers, env.timeouts.request), spm, env.machine_id, attach_only(env.machine_id),
+                      policies, env.timeouts.startup, same_host)
     try:
         client.hello(env.role)
     except Exception:
@@ -126,6 +133,7 @@ def initialize(ip_config: str | None = None, num_servers: int = 1, num_workers: 
     if _CONTEXT is not None:
         raise DistGraphError("distgraph.initialize() was already called in this process")
     env = ProcessEnv.from_environ()
+    keep_freed_memory()
     if env is not None:
         env = env.with_defaults(ip_config, num_servers, num_workers, part_config)
         if env.role == "server":
@@ -176,4 +184,3 @@ def exit_client() -> None:
         print(f"distgraph: could not say goodbye to the servers: {exc}", file=sys.stderr)
     finally:
         ctx.client.close()
-        ctx.client.local_store.close()

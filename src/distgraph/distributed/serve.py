@@ -10,6 +10,7 @@ from ..kvstore.server import KVServer
 from ..kvstore.shm import SegmentNamer
 from ..kvstore.store import KVStore
 from ..launch.ip_config import parse_ip_config, server_addresses
+from ..malloc import keep_freed_memory
 from ..partition import load_partition, load_partition_book
 from ..partition.layout import PartitionConfig
 from ..rpc.transport import ServerSocket
@@ -42,6 +43,7 @@ def serve(env: ProcessEnv) -> None:
         raise InputError(f"server id {env.server_id} is out of range: machine {env.machine_id} "
                          f"has {num_servers} servers")
     peer = next(p for p in peers if (p.machine_id, p.server_id) == (env.machine_id, env.server_id))
+    keep_freed_memory()
     label = f"distgraph {peer}"
     book = load_partition_book(env.part_config, env.machine_id)
     store = KVStore(env.machine_id, env.server_id, num_servers, PolicyTable(book),

@@ -8,7 +8,6 @@ shared tables. No dense gradient of a table exists.
 
 from __future__ import annotations
 
-import ctypes
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ..malloc import keep_freed_memory
 from .config import TrainConfig
 from .evaluate import TripleFilter, evaluate
 from .loss import add_regularization_grad, kge_loss
@@ -67,21 +67,6 @@ def train_step(model: KGEModel, params: KGEParams, batch: Batch, cfg: TrainConfi
     for name, x in zip(names, rels):
         sparse_adagrad_(params.tables[name], params.states[name], *_coalesce(batch.r, x.grad), cfg.lr)
     return torch.stack([loss + reg, pos_loss, neg_loss, reg, pos.mean(), neg_scores.mean()]).detach()
-
-
-def keep_freed_memory() -> None:
-    """Ask glibc to keep freed blocks instead of returning them to the kernel.
-
-    A step allocates dozens of 0.2-2 MB temporaries; by default glibc serves each from a
-    fresh mmap and unmaps it on free, so every step page-faults ~2,600 times and the kernel
-    zeroes those pages: measured 25 ms -> 13.5 ms per FB15k-237 step. No-op off glibc.
-    """
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-3, 1 << 25)  # M_MMAP_THRESHOLD: serve blocks below 32 MB (its maximum) from the heap
-        libc.mallopt(-1, 1 << 31)  # M_TRIM_THRESHOLD: keep up to 2 GB of free heap
-    except (OSError, AttributeError):
-        pass
 
 
 def _wait(barrier) -> None:

@@ -1,13 +1,17 @@
 """`KVClient`: pull and push rows of named tensors across every machine's servers.
 
-Rows of this machine are read (and assigned) straight in shared memory, without a request.
-Other rows are grouped by the server slot that holds them, requested from all those
-servers at once, and scattered back so the result follows the order of the ids, repeats
-included. While remote requests are in flight the local rows are copied, so both overlap.
+Rows in shared memory this process can reach are read (and assigned) there, without a
+request: always this machine's, and those of other machines that run on this host (several
+ip_config lines may name one host). Other rows are grouped by the server slot that holds
+them, requested from all those servers at once, and scattered back so the result follows
+the order of the ids, repeats included. While requests are in flight the rows in shared
+memory are copied, so both overlap. Optimiser pushes always go to the servers, which keep
+the optimiser state.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import threading
@@ -21,7 +25,7 @@ from ..rpc.transport import Connections, Request
 from ..rpc.wire import dtype_name, parse_dtype
 from .local import LocalChannel
 from .routing import slot_bounds, slot_of
-from .store import KVStore, PolicyResolver
+from .store import KVStore, PolicyResolver, UnknownTensor
 
 # Requests carry at most this many bytes of rows, so that a server works on one piece while
 # the next one travels and no message needs a huge fresh buffer (measured on loopback with
@@ -42,7 +46,13 @@ class TensorHandle:
     uids: list[str]  # per machine: which creation of the tensor this handle refers to
     bounds: list[int]  # machine row bounds
     slots: torch.Tensor  # (machine, server) slot row bounds
-    local: torch.Tensor  # this machine's rows
+    shm: dict[int, torch.Tensor]  # machine -> its rows, for the machines whose shared memory we map
+    machine_id: int
+
+    @property
+    def local(self) -> torch.Tensor:
+        """This machine's rows."""
+        return self.shm[self.machine_id]
 
     @property
     def row_shape(self) -> tuple[int, ...]:
@@ -53,11 +63,16 @@ class KVClient:
     """One process's view of the key-value store of a cluster (or of standalone mode)."""
 
     def __init__(self, channel: Connections | LocalChannel, servers_per_machine: Sequence[int], machine_id: int,
-                 local_store: KVStore, resolve_policy: PolicyResolver, slow_timeout: float):
+                 local_store: KVStore, resolve_policy: PolicyResolver, slow_timeout: float,
+                 host_stores: Sequence[KVStore] = ()):
+        """`host_stores`: attach-only stores of other machines that may share this host; a
+        tensor's rows there are used when its manifest shows the very creation the servers
+        reported (same uid), i.e. when this process sees that machine's shared memory."""
         self.channel = channel
         self.servers_per_machine = list(servers_per_machine)
         self.machine_id = machine_id
         self.local_store = local_store
+        self.host_stores = {s.machine_id: s for s in host_stores if s.machine_id != machine_id}
         self.resolve_policy = resolve_policy
         self.slow_timeout = slow_timeout
         self.leaders = [sum(self.servers_per_machine[:m]) for m in range(len(self.servers_per_machine))]
@@ -102,9 +117,14 @@ class KVClient:
     # ----------------------------------------------------------- definitions
     def _handle(self, name: str, shape, dtype: torch.dtype, policy: str, uids: list[str]) -> TensorHandle:
         bounds = [int(b) for b in self.resolve_policy(policy)]
-        local = self.local_store.shard(name, uids[self.machine_id]).data
+        shm = {self.machine_id: self.local_store.shard(name, uids[self.machine_id]).data}
+        for m, store in self.host_stores.items():
+            try:
+                shm[m] = store.shard(name, uids[m]).data
+            except UnknownTensor:  # not in this host's shared memory: its rows travel
+                pass
         return TensorHandle(name, tuple(shape), dtype, policy, uids, bounds,
-                            slot_bounds(bounds, self.servers_per_machine), local)
+                            slot_bounds(bounds, self.servers_per_machine), shm, self.machine_id)
 
     def _leaders_call(self, headers: list[dict], arrays: list[list[torch.Tensor]] | None = None) -> list[dict]:
         arrays = arrays or [[] for _ in headers]
@@ -162,7 +182,8 @@ class KVClient:
     def delete(self, name: str) -> None:
         with self._guard():
             self._leaders_call([{"op": "delete", "name": name}] * self.num_machines)
-            self.local_store.delete(name)
+            for store in (self.local_store, *self.host_stores.values()):
+                store.delete(name)
 
     def schedule_delete(self, name: str) -> None:
         """Delete later, from a safe point (used by finalisers, which may run mid-request)."""
@@ -198,21 +219,31 @@ class KVClient:
             offsets.append(offsets[-1] + c)
         return order, ids, offsets
 
-    def _local_span(self, h: TensorHandle, offsets: list[int]) -> tuple[int, int]:
-        """The grouped positions [a, b) whose ids are on this machine (its slots are adjacent)."""
-        first = self.leaders[self.machine_id]
-        return offsets[first], offsets[first + self.servers_per_machine[self.machine_id]]
+    def _shm_spans(self, h: TensorHandle, offsets: list[int]) -> list[tuple[int, int, int]]:
+        """(machine, a, b) for every machine whose rows we map and which has ids at grouped
+        positions [a, b) (a machine's slots are adjacent)."""
+        spans = []
+        for m in h.shm:
+            first = self.leaders[m]
+            a, b = offsets[first], offsets[first + self.servers_per_machine[m]]
+            if b > a:
+                spans.append((m, a, b))
+        return spans
 
-    @staticmethod
-    def _pieces(h: TensorHandle, offsets: list[int], skip: tuple[int, int]):
-        """(slot, start, end) of every request: each slot's grouped span outside `skip`, cut
-        into pieces of at most CHUNK_BYTES (requests to one server are answered in order)."""
+    def _pieces(self, h: TensorHandle, offsets: list[int], skip: set[int]):
+        """(slot, start, end) of every request: the grouped span of each slot whose machine is
+        not in `skip`, cut into pieces of at most CHUNK_BYTES (a server answers in order)."""
         row_bytes = torch.empty((), dtype=h.dtype).element_size() * math.prod(h.row_shape)
         chunk = max(1, CHUNK_BYTES // max(1, row_bytes))
         for slot in range(len(offsets) - 1):
-            if not skip[0] <= offsets[slot] < skip[1]:
+            if self.slot_machine[slot] not in skip:
                 for s in range(offsets[slot], offsets[slot + 1], chunk):
                     yield slot, s, min(s + chunk, offsets[slot + 1])
+
+    def _machine_of(self, h: TensorHandle, mn: int, mx: int) -> int | None:
+        """The machine holding every row in [mn, mx], if one does."""
+        m = bisect.bisect_right(h.bounds, mn) - 1
+        return m if mx < h.bounds[m + 1] else None
 
     def pull(self, h: TensorHandle, ids: torch.Tensor) -> torch.Tensor:
         """Rows `ids` of the tensor, in the order given (duplicates repeated)."""
@@ -220,24 +251,23 @@ class KVClient:
         out = torch.empty((ids.numel(), *h.row_shape), dtype=h.dtype)
         if not ids.numel():
             return out
-        lo, hi = h.bounds[self.machine_id], h.bounds[self.machine_id + 1]
-        if lo <= mn and mx < hi:
-            return torch.index_select(h.local, 0, ids - lo, out=out)
+        only = self._machine_of(h, mn, mx)
+        if only in h.shm:
+            return torch.index_select(h.shm[only], 0, ids - h.bounds[only], out=out)
         with self._guard():
             order, grouped, offsets = self._split(h, ids)
-            a, b = self._local_span(h, offsets)
             reqs, spans = [], []
-            for slot, s, e in self._pieces(h, offsets, (a, b)):
+            for slot, s, e in self._pieces(h, offsets, set(h.shm)):
                 header = {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot]]}
                 reqs.append(Request(slot, header, [grouped[s:e]], [out[s:e]] if order is None else []))
                 spans.append((s, e))
             batch = self.channel.start(reqs)
-            if b > a:
-                rows = grouped[a:b] - lo
+            for m, a, b in self._shm_spans(h, offsets):
+                rows = grouped[a:b] - h.bounds[m]
                 if order is None:
-                    torch.index_select(h.local, 0, rows, out=out[a:b])
+                    torch.index_select(h.shm[m], 0, rows, out=out[a:b])
                 else:
-                    out.index_copy_(0, order[a:b], h.local.index_select(0, rows))
+                    out.index_copy_(0, order[a:b], h.shm[m].index_select(0, rows))
             replies = self.channel.wait(batch)
         for (s, e), rep in zip(spans, replies):
             rows = _reply_rows(rep.arrays, e - s, h)
@@ -257,23 +287,23 @@ class KVClient:
         values = values.detach().to(h.dtype).contiguous()
         if not ids.numel():
             return
-        lo, hi = h.bounds[self.machine_id], h.bounds[self.machine_id + 1]
-        if optimizer is None and lo <= mn and mx < hi:
-            h.local.index_copy_(0, ids - lo, values)
+        only = self._machine_of(h, mn, mx)
+        if optimizer is None and only in h.shm:
+            h.shm[only].index_copy_(0, ids - h.bounds[only], values)
             return
         with self._guard():
             order, grouped, offsets = self._split(h, ids)
             if order is not None:
                 values = values[order]
-            a, b = self._local_span(h, offsets) if optimizer is None else (0, 0)
+            direct = set(h.shm) if optimizer is None else set()
             header = {"op": "push", "name": h.name}
             if optimizer is not None:
                 header["optimizer"] = optimizer
             reqs = [Request(slot, {**header, "uid": h.uids[self.slot_machine[slot]]}, [grouped[s:e], values[s:e]])
-                    for slot, s, e in self._pieces(h, offsets, (a, b))]
+                    for slot, s, e in self._pieces(h, offsets, direct)]
             batch = self.channel.start(reqs)
-            if b > a:
-                h.local.index_copy_(0, grouped[a:b] - lo, values[a:b])
+            for m, a, b in self._shm_spans(h, offsets) if direct else ():
+                h.shm[m].index_copy_(0, grouped[a:b] - h.bounds[m], values[a:b])
             self.channel.wait(batch)
 
     def overlap(self, requests: Sequence[tuple[int, dict, list[torch.Tensor]]],
@@ -292,6 +322,8 @@ class KVClient:
 
     def close(self) -> None:
         self.channel.close()
+        for store in (self.local_store, *self.host_stores.values()):
+            store.close()
 
 
 def _reply_rows(arrays: list[torch.Tensor], n: int, h: TensorHandle) -> torch.Tensor:

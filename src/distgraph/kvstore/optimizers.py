@@ -3,7 +3,8 @@
 A server keeps the state of the rows it is responsible for (its slice of the machine's
 rows), so trainers only send summed row gradients and never move optimiser state.
 Adam counts steps per row (as DGL's SparseAdam does): a row's bias correction depends on
-how often that row was updated, not on a global step.
+how often that row was updated, not on a global step. The updates themselves are fused
+row kernels (`kernels`); rows are float32 or float64, as in DGL's sparse optimisers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 import torch
 
 from ..errors import InputError
+from . import kernels
 
+DTYPES = kernels.DTYPES  # row dtypes the optimisers update
 _PARAMS = {"adagrad": ("lr", "eps"), "adam": ("lr", "beta1", "beta2", "eps")}
 
 
@@ -36,34 +39,15 @@ def check_spec(spec: Any) -> dict:
     return spec
 
 
-class _Scratch:
-    """Reusable temporaries: a fresh multi-megabyte tensor per push costs page faults."""
-
-    def __init__(self, row_shape: tuple[int, ...], dtype: torch.dtype, count: int):
-        self.row_shape, self.dtype = row_shape, dtype
-        self.buffers = [torch.empty((0, *row_shape), dtype=dtype) for _ in range(count)]
-
-    def get(self, n: int) -> list[torch.Tensor]:
-        if self.buffers[0].shape[0] < n:
-            self.buffers = [torch.empty((n, *self.row_shape), dtype=self.dtype) for _ in self.buffers]
-        return [b[:n] for b in self.buffers]
-
-
 class Adagrad:
-    """sum += g²; w -= lr · g / (√sum + eps) — equal to dense `torch.optim.Adagrad` on the rows.
-
-    Rows are unique, so the scatters are `index_add_` (much faster than `index_copy_` on CPU)."""
+    """sum += g²; w -= lr · g / (√sum + eps) — equal to dense `torch.optim.Adagrad` on the rows."""
 
     def __init__(self, rows: int, row_shape: tuple[int, ...], dtype: torch.dtype):
         self.sum = torch.zeros((rows, *row_shape), dtype=dtype)
-        self.scratch = _Scratch(row_shape, dtype, 1)
 
     def step(self, weight: torch.Tensor, rows: torch.Tensor, state_rows: torch.Tensor, grad: torch.Tensor,
              spec: dict) -> None:
-        (tmp,) = self.scratch.get(grad.shape[0])
-        self.sum.index_add_(0, state_rows, torch.mul(grad, grad, out=tmp))
-        std = torch.index_select(self.sum, 0, state_rows, out=tmp).sqrt_().add_(spec["eps"])
-        weight.index_add_(0, rows, torch.div(grad, std, out=tmp), alpha=-spec["lr"])
+        kernels.adagrad(weight, self.sum, rows, state_rows, grad.contiguous(), spec["lr"], spec["eps"])
 
 
 class Adam:
@@ -73,28 +57,11 @@ class Adam:
         self.m = torch.zeros((rows, *row_shape), dtype=dtype)
         self.v = torch.zeros((rows, *row_shape), dtype=dtype)
         self.t = torch.zeros(rows, dtype=torch.int64)
-        self.scratch = _Scratch(row_shape, dtype, 3)
 
     def step(self, weight: torch.Tensor, rows: torch.Tensor, state_rows: torch.Tensor, grad: torch.Tensor,
              spec: dict) -> None:
-        b1, b2 = spec["beta1"], spec["beta2"]
-        m, v, delta = self.scratch.get(grad.shape[0])
-        self.t.index_add_(0, state_rows, torch.ones_like(state_rows))
-        tf = self.t.index_select(0, state_rows).to(torch.float64)
-        # m += (1 - b1)(g - m) and v += (1 - b2)(g² - v): the moments' updates as scatter-adds
-        torch.index_select(self.m, 0, state_rows, out=m)
-        torch.sub(grad, m, out=delta).mul_(1 - b1)
-        self.m.index_add_(0, state_rows, delta)
-        m.add_(delta)
-        torch.index_select(self.v, 0, state_rows, out=v)
-        torch.mul(grad, grad, out=delta).sub_(v).mul_(1 - b2)
-        self.v.index_add_(0, state_rows, delta)
-        v.add_(delta)
-        bshape = (-1,) + (1,) * (grad.dim() - 1)
-        bc1 = (1 - torch.pow(b1, tf)).to(grad.dtype).view(bshape)
-        bc2 = (1 - torch.pow(b2, tf)).to(grad.dtype).view(bshape)
-        denom = v.div_(bc2).sqrt_().add_(spec["eps"])
-        weight.index_add_(0, rows, m.div_(denom).div_(bc1), alpha=-spec["lr"])
+        kernels.adam(weight, self.m, self.v, self.t, rows, state_rows, grad.contiguous(), spec["lr"],
+                     spec["beta1"], spec["beta2"], spec["eps"])
 
 
 OPTIMIZERS = {"adagrad": Adagrad, "adam": Adam}

@@ -163,8 +163,9 @@ class KVStore:
             shard.data.index_copy_(0, local, values)
             return
         spec = optimizers.check_spec(optimizer)
-        if not shard.meta.dtype.is_floating_point:
-            raise InputError(f"tensor {name!r} has dtype {shard.meta.dtype}; optimizers need floating point")
+        if shard.meta.dtype not in optimizers.DTYPES:
+            raise InputError(f"tensor {name!r} has dtype {shard.meta.dtype}; sparse optimizers need floating point "
+                             f"rows of {' or '.join(map(str, optimizers.DTYPES))}")
         lo, hi = shard.own
         if local.numel() and (int(local.min()) < lo or int(local.max()) >= hi):
             raise InputError(f"optimizer updates of {name!r} rows outside [{lo + shard.first_row}, "
