@@ -88,7 +88,7 @@ class _PartWriter:
         """Write partition p; returns its JSON entry and its number of cut in-edges."""
         lo, hi = self.rl.part_nodes(p)
         elo, ehi = self.rl.part_edges(p)
-        eids = np.arange(elo, ehi, dtype=np.int64)
+        eids = None  # the owned in-edges elo..ehi-1, plus the halo's with halo_hops > 1
         src, dst = self.endpoints(slice(elo, ehi))
         outside = (src < lo) | (src >= hi)
         cut = int(np.count_nonzero(outside))  # owned in-edges from other partitions' nodes
@@ -106,7 +106,7 @@ class _PartWriter:
                 frontier = np.setdiff1d(s, known, assume_unique=True)
                 known = np.union1d(known, frontier)
             halo = known
-            eids = np.concatenate([eids, *extra])
+            eids = np.concatenate([np.arange(elo, ehi, dtype=np.int64), *extra])
             src, dst = self.endpoints(eids)
         global_nid = np.concatenate([np.arange(lo, hi, dtype=np.int64), halo])
         n_inner = hi - lo
@@ -119,13 +119,23 @@ class _PartWriter:
             out[outer] = n_inner + np.searchsorted(halo, ids[outer])
             return out
 
+        # Two parts are written at once: each big temporary is dropped as soon as it is used.
         ldst = local(dst)
+        del dst
         order = torch.argsort(torch.from_numpy(ldst), stable=True).numpy()  # 5x numpy's stable sort on 2 cores
         files = part_files(p, node_names, edge_names)
         self._save(files["global_nid"], global_nid)
         self._save(files["indptr"], offsets(np.bincount(ldst, minlength=global_nid.size)))
+        del ldst
         self._save(files["indices"], local(src)[order])
-        self._save(files["eids"], eids[order])
+        num_local_edges = src.size
+        del src
+        if eids is None:
+            order += elo  # eids[order] with eids = elo..ehi-1
+            self._save(files["eids"], order)
+        else:
+            self._save(files["eids"], eids[order])
+        del order, eids
         self._save(files["out_degree"], self._out_degree[self.rl.node_new2old[lo:hi]])
         for t, names in node_names.items():
             ti = self.g.get_ntype_id(t)
@@ -145,7 +155,7 @@ class _PartWriter:
             "num_inner_nodes": int(n_inner),
             "num_local_nodes": int(global_nid.size),
             "num_inner_edges": int(ehi - elo),
-            "num_local_edges": int(eids.size),
+            "num_local_edges": int(num_local_edges),
             **files,
         }, cut
 
@@ -154,9 +164,18 @@ class _PartWriter:
         f.parent.mkdir(parents=True, exist_ok=True)
         np.save(f, np.ascontiguousarray(a))
 
-    def _save_rows(self, rel: str, data: torch.Tensor, rows: np.ndarray) -> None:
-        """Gather one partition's rows of a data array and write them."""
-        self._save(rel, data.numpy()[rows])  # fancy indexing: 2-4x np.take(axis=0) for 400-byte rows here
+    def _save_rows(self, rel: str, data: torch.Tensor, rows: np.ndarray, chunk_bytes: int = 8 << 20) -> None:
+        """Gather one partition's rows of a data array and write them as .npy, in chunks of
+        about 8 MB, so a partition's feature rows are never all in memory at once."""
+        a = data.numpy()
+        f = self.out / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        step = max(1, chunk_bytes // max(1, a[:1].nbytes))
+        with open(f, "wb") as fp:
+            np.lib.format.write_array_header_1_0(fp, {"descr": np.lib.format.dtype_to_descr(a.dtype),
+                                                      "fortran_order": False, "shape": (rows.size, *a.shape[1:])})
+            for i in range(0, rows.size, step):
+                fp.write(np.ascontiguousarray(a[rows[i:i + step]]).data)  # fancy indexing: 2-4x np.take here
 
 
 def _per_type_orig(new2old: np.ndarray, ranges: np.ndarray, type_offset: int) -> np.ndarray:
