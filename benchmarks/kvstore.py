@@ -2,7 +2,12 @@
 request, rows of this machine (shared memory) and of another machine (two machines on
 loopback), beside two limits measured in the same run: `torch.index_select` on an array of
 the same size in one process (the hardware limit), and the loopback transport (a zmq
-server returning a ready buffer of the same size: the ceiling of any remote pull here).
+server returning a ready buffer of the same size: the ceiling of any pull over the wire).
+
+The other machine's rows are measured twice, by two trainer processes of machine 0:
+`remote_wire_*` with DISTGRAPH_HOST_SHM=0 (every row travels over loopback TCP, as it would
+between hosts) and `remote_*` as launched (the two machines share this host, so the
+trainer reads machine 1's rows in its shared memory; optimiser pushes still go to its server).
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/kvstore.py [--rows_per_machine 500000]
 
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import multiprocessing
 import os
 import platform
@@ -31,7 +37,7 @@ import zmq  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
 DIM = 128
-TARGETS = {"local_pull": 0.8, "remote_pull": 0.4}  # fractions of the index_select limit, at 10k ids
+TARGETS = {"local_pull": 0.8, "remote_wire_pull": 0.4, "remote_pull": 0.4}  # of the index_select limit, 10k ids
 PUSH_TARGET = 1e6  # rows/s with server-side Adagrad, at 10k ids
 
 
@@ -59,6 +65,9 @@ def free_port() -> int:
 
 def _echo_server(port: int, sizes: tuple[int, ...]) -> None:
     """Child process: answer each request with a ready buffer of the requested row count."""
+    from distgraph.malloc import keep_freed_memory
+
+    keep_freed_memory()  # as our servers and clients do
     torch.set_num_threads(1)
     sock = zmq.Context.instance().socket(zmq.ROUTER)
     sock.bind(f"tcp://127.0.0.1:{port}")
@@ -116,13 +125,19 @@ def start_servers(work: Path, rows_per_machine: int, session: str) -> tuple[list
     return procs, env
 
 
-def kvstore_rates(dist, rows_per_machine: int, seconds: float) -> dict[str, dict[int, float]]:
+def kvstore_rates(rows_per_machine: int, seconds: float, wire: bool) -> dict[str, dict[int, float]]:
+    """Run as the trainer of machine 0 (the environment says so): local and remote rates."""
+    import distgraph.distributed as dist
     from distgraph.optim.sparse import coalesce
 
+    dist.initialize()
     ctx = dist.get_context()
     n = 2 * rows_per_machine
-    t = dist.DistTensor((n, DIM), torch.float32, "bench", init_func=dist.Uniform(-1, 1), part_policy="node~_N")
-    ranges = {"local": ctx.book.node_range(0, "_N"), "remote": ctx.book.node_range(1, "_N")}
+    t = dist.DistTensor((n, DIM), torch.float32, "bench", init_func=dist.Uniform(-1, 1), part_policy="node~_N",
+                        persistent=True)
+    remote = "remote_wire" if wire else "remote"
+    ranges = {remote: ctx.book.node_range(1, "_N")} if wire else {
+        "local": ctx.book.node_range(0, "_N"), remote: ctx.book.node_range(1, "_N")}
     gen = torch.Generator().manual_seed(0)
     adagrad = {"kind": "adagrad", "lr": 0.01, "eps": 1e-10}
     out: dict[str, dict[int, float]] = {}
@@ -137,15 +152,37 @@ def kvstore_rates(dist, rows_per_machine: int, seconds: float) -> dict[str, dict
                 lambda: t.push_rows(unique, grads, adagrad), size, seconds)
             out.setdefault(f"{where}_sparse_adagrad_step", {})[size] = rate(
                 lambda: t.push_rows(*coalesce(ids, grads), adagrad), size, seconds)
+    if not wire:
+        dist.shutdown_servers()  # the last trainer
+    dist.exit_client()
     return out
+
+
+def run_trainer(env: dict[str, str], args: argparse.Namespace, wire: bool) -> dict[str, dict[int, float]]:
+    """`kvstore_rates` in a fresh trainer process of machine 0."""
+    env = {**os.environ, **env, "DISTGRAPH_ROLE": "trainer", "DISTGRAPH_MACHINE_ID": "0", "RANK": "0",
+           "DISTGRAPH_HOST_SHM": "0" if wire else "1"}
+    cmd = [sys.executable, __file__, "--trainer", "wire" if wire else "host", "--rows_per_machine",
+           str(args.rows_per_machine), "--seconds", str(args.seconds)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"trainer ({'wire' if wire else 'host'}) failed:\n{proc.stderr}")
+    return {k: {int(n): v for n, v in by.items()} for k, by in json.loads(proc.stdout.splitlines()[-1]).items()}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows_per_machine", type=int, default=500_000)
     parser.add_argument("--seconds", type=float, default=1.5, help="measuring time per figure")
+    parser.add_argument("--trainer", choices=("wire", "host"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.trainer:
+        print(json.dumps(kvstore_rates(args.rows_per_machine, args.seconds, args.trainer == "wire")))
+        return 0
+    from distgraph.malloc import keep_freed_memory
+
+    keep_freed_memory()  # the limit and the transport get what our own processes get
     report("date", datetime.date.today().isoformat())
     report("machine", f"{platform.machine()} {psutil.cpu_count()} cores "
                       f"{psutil.virtual_memory().total / 2**30:.0f} GiB, torch {torch.__version__}")
@@ -175,13 +212,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         procs, env = start_servers(Path(tmp), args.rows_per_machine, session)
         try:
-            os.environ.update(env, DISTGRAPH_ROLE="trainer", DISTGRAPH_MACHINE_ID="0", RANK="0")
-            import distgraph.distributed as dist
-
-            dist.initialize()
-            results = kvstore_rates(dist, args.rows_per_machine, args.seconds)
-            dist.shutdown_servers()
-            dist.exit_client()
+            results = {**run_trainer(env, args, wire=True), **run_trainer(env, args, wire=False)}
         finally:
             for p in procs:
                 if p.poll() is None:
@@ -197,8 +228,8 @@ def main() -> int:
         ratio = results[key][ten] / limit[ten]
         report(f"{key}_10k_ratio_to_limit", ratio)
         report(f"target_{key}_10k_ge_{target}x", "met" if ratio >= target else "missed")
-    report("remote_pull_10k_ratio_to_transport", results["remote_pull"][ten] / transport[ten])
-    for where in ("local", "remote"):
+    report("remote_wire_pull_10k_ratio_to_transport", results["remote_wire_pull"][ten] / transport[ten])
+    for where in ("local", "remote_wire", "remote"):
         value = results[f"{where}_push_adagrad"][ten]
         report(f"target_{where}_push_adagrad_10k_ge_1M_rows_per_s", "met" if value >= PUSH_TARGET else "missed")
     return 0

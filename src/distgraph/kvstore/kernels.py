@@ -1,9 +1,11 @@
 """Fused sparse-optimiser row updates, compiled with numba.
 
 An update touches each row's optimiser state and weight once, where the same update in
-torch operations takes three random-row passes plus temporaries (measured per 10k rows of
-128 float32 values: Adagrad 11.0 ms in torch ops, 3.6 ms here on one thread). Rows must be
-unique: the caller coalesces them, so parallel iterations never write the same row.
+torch operations takes three random-row passes plus temporaries; rows a few iterations
+ahead are prefetched, so their cache and TLB misses overlap instead of queueing (measured
+per 10k rows of 128 float32 values, one thread: Adagrad 11.0 ms in torch ops, 3.6 ms fused,
+1.45x faster again with prefetching). Rows must be unique: the caller coalesces them, so
+parallel iterations never write the same row.
 Threads follow `torch.get_num_threads()` (a server's `--num_server_threads`).
 """
 
@@ -19,13 +21,52 @@ import torch
 os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
 
 import numba  # noqa: E402
+from llvmlite import ir  # noqa: E402
+from numba import types  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
 
 DTYPES = (torch.float32, torch.float64)
+AHEAD = 8  # rows prefetched ahead (4 to 16 measured alike)
+_LINE = 64
+
+
+@intrinsic
+def _prefetch_row(typingctx, array, row):
+    """Ask the CPU to start loading row `row` of a C-contiguous 2-D array (for writing)."""
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0])
+        byte_ptr = ir.IntType(8).as_pointer()
+        start = builder.gep(builder.bitcast(data.data, byte_ptr), [builder.mul(args[1], builder.extract_value(
+            data.strides, 0))])
+        i32 = ir.IntType(32)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=ir.FunctionType(
+            ir.VoidType(), [byte_ptr, i32, i32, i32]))
+        row_bytes = builder.extract_value(data.strides, 0)
+        with builder.goto_entry_block():
+            offset = builder.alloca(ir.IntType(64))
+        builder.store(ir.Constant(ir.IntType(64), 0), offset)
+        loop, done = builder.append_basic_block("prefetch"), builder.append_basic_block("prefetched")
+        builder.cbranch(builder.icmp_signed("<", builder.load(offset), row_bytes), loop, done)
+        builder.position_at_end(loop)
+        at = builder.load(offset)
+        builder.call(fn, [builder.gep(start, [at]), i32(1), i32(3), i32(1)])  # write, keep, data
+        nxt = builder.add(at, ir.Constant(ir.IntType(64), _LINE))
+        builder.store(nxt, offset)
+        builder.cbranch(builder.icmp_signed("<", nxt, row_bytes), loop, done)
+        builder.position_at_end(done)
+        return context.get_dummy_value()
+
+    return types.void(array, row), codegen
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _adagrad(weight, state, rows, state_rows, grad, lr, eps):
-    for i in numba.prange(rows.shape[0]):
+    n = rows.shape[0]
+    for i in numba.prange(n):
+        if i + AHEAD < n:
+            _prefetch_row(weight, rows[i + AHEAD])
+            _prefetch_row(state, state_rows[i + AHEAD])
         r, s = rows[i], state_rows[i]
         for d in range(weight.shape[1]):
             g = grad[i, d]
@@ -36,7 +77,12 @@ def _adagrad(weight, state, rows, state_rows, grad, lr, eps):
 
 @numba.njit(parallel=True, nogil=True, cache=True)
 def _adam(weight, m, v, steps, rows, state_rows, grad, lr, beta1, beta2, eps):
-    for i in numba.prange(rows.shape[0]):
+    n = rows.shape[0]
+    for i in numba.prange(n):
+        if i + AHEAD < n:
+            _prefetch_row(weight, rows[i + AHEAD])
+            _prefetch_row(m, state_rows[i + AHEAD])
+            _prefetch_row(v, state_rows[i + AHEAD])
         r, s = rows[i], state_rows[i]
         t = steps[s] + 1
         steps[s] = t
