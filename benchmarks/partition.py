@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,10 +65,14 @@ def child(args: argparse.Namespace) -> None:
 
 
 def measure(kind: str, graph: Path, parts: int, out: Path, repeat: int) -> dict:
-    """Best of `repeat` fresh child processes (the machine is shared: the minimum is the least disturbed)."""
+    """Best of `repeat` fresh child processes (the machine is shared: the minimum is the least disturbed).
+
+    Every run writes to an empty folder, as a first partitioning does: the previous run's files
+    are deleted before the next starts, so no run pays for truncating them."""
     cmd = [sys.executable, __file__, "--child", kind, "--input", str(graph), "--num_parts", str(parts), "--out", str(out)]
     runs = []
     for _ in range(repeat):
+        shutil.rmtree(out, ignore_errors=True)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode:
             raise SystemExit(f"{kind} failed:\n{proc.stderr}")
