@@ -23,6 +23,7 @@ import torch
 from ..errors import DistGraphError, InputError
 from ..rpc.transport import Connections, Request
 from ..rpc.wire import dtype_name, parse_dtype
+from .kernels import gather_rows
 from .local import LocalChannel
 from .routing import slot_bounds, slot_of
 from .store import KVStore, PolicyResolver, UnknownTensor
@@ -253,7 +254,7 @@ class KVClient:
             return out
         only = self._machine_of(h, mn, mx)
         if only in h.shm:
-            return torch.index_select(h.shm[only], 0, ids - h.bounds[only], out=out)
+            return gather_rows(h.shm[only], ids - h.bounds[only], out)
         with self._guard():
             order, grouped, offsets = self._split(h, ids)
             reqs, spans = [], []
@@ -265,9 +266,9 @@ class KVClient:
             for m, a, b in self._shm_spans(h, offsets):
                 rows = grouped[a:b] - h.bounds[m]
                 if order is None:
-                    torch.index_select(h.shm[m], 0, rows, out=out[a:b])
+                    gather_rows(h.shm[m], rows, out[a:b])
                 else:
-                    out.index_copy_(0, order[a:b], h.shm[m].index_select(0, rows))
+                    out.index_copy_(0, order[a:b], gather_rows(h.shm[m], rows))
             replies = self.channel.wait(batch)
         for (s, e), rep in zip(spans, replies):
             rows = _reply_rows(rep.arrays, e - s, h)

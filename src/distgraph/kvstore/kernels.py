@@ -1,4 +1,4 @@
-"""Fused sparse-optimiser row updates, compiled with numba.
+"""Row kernels compiled with numba: fused sparse-optimiser updates and a prefetching gather.
 
 An update touches each row's optimiser state and weight once, where the same update in
 torch operations takes three random-row passes plus temporaries; rows a few iterations
@@ -6,6 +6,10 @@ ahead are prefetched, so their cache and TLB misses overlap instead of queueing 
 per 10k rows of 128 float32 values, one thread: Adagrad 11.0 ms in torch ops, 3.6 ms fused,
 1.45x faster again with prefetching). Rows must be unique: the caller coalesces them, so
 parallel iterations never write the same row.
+
+`gather_rows` copies rows the same way, prefetching ahead: 1.4-2.1x `torch.index_select`
+for 4k-100k random 512-byte rows here (one thread), slower below ~2k rows (call overhead),
+so small requests keep `index_select`.
 Threads follow `torch.get_num_threads()` (a server's `--num_server_threads`).
 """
 
@@ -95,6 +99,46 @@ def _adam(weight, m, v, steps, rows, state_rows, grad, lr, beta1, beta2, eps):
             m[s, d] = md
             v[s, d] = vd
             weight[r, d] -= lr * (md / (np.sqrt(vd / bc2) + eps) / bc1)
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def _gather(src, rows, out):
+    n = rows.shape[0]
+    for i in numba.prange(n):
+        if i + AHEAD < n:
+            _prefetch_row(src, rows[i + AHEAD])
+        r = rows[i]
+        for d in range(src.shape[1]):
+            out[i, d] = src[r, d]
+
+
+GATHER_MIN_ROWS = 2048
+GATHER_MIN_ROW_BYTES = 64
+
+
+def gather_rows(src: torch.Tensor, rows: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """`torch.index_select(src, 0, rows, out=out)`, faster for many rows of a contiguous tensor."""
+    row_bytes = src.element_size() * (src.numel() // max(1, src.shape[0])) if src.dim() else 0
+    if rows.numel() < GATHER_MIN_ROWS or row_bytes < GATHER_MIN_ROW_BYTES or not src.is_contiguous():
+        return torch.index_select(src, 0, rows, out=out)
+    if out is None:
+        out = torch.empty((rows.numel(), *src.shape[1:]), dtype=src.dtype)
+    if out.dtype != src.dtype or tuple(out.shape) != (rows.numel(), *src.shape[1:]) or not out.is_contiguous():
+        raise ValueError(f"gather_rows: out must be a contiguous {src.dtype} tensor of shape "
+                         f"{[rows.numel(), *src.shape[1:]]}")
+    low, high = (int(v) for v in torch.aminmax(rows))
+    if low < 0 or high >= src.shape[0]:  # the kernel does not check: never read outside `src`
+        raise IndexError(f"row {low if low < 0 else high} is out of range for {src.shape[0]} rows")
+    word = next(w for w in (torch.int64, torch.int32, torch.int16, torch.uint8)
+                if row_bytes % torch.empty((), dtype=w).element_size() == 0)
+    _threads()
+    _gather(_words(src, word), rows.numpy(), _words(out, word))
+    return out
+
+
+def _words(t: torch.Tensor, word: torch.dtype) -> np.ndarray:
+    """The rows of a contiguous tensor as a (rows, words) integer array, without a copy."""
+    return t.view(torch.uint8).view(t.shape[0], -1).view(word).numpy()
 
 
 def _threads() -> None:

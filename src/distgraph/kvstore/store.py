@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 import torch
 
 from ..errors import InputError
-from . import initializers, optimizers
+from . import initializers, kernels, optimizers
 from .routing import server_slices
 from .shm import SegmentNamer, TensorMeta, attach_segment, create_segment, publish, read_manifest, unlink
 
@@ -148,7 +148,7 @@ class KVStore:
     def pull(self, name: str, uid: str | None, ids: torch.Tensor) -> torch.Tensor:
         """Rows `ids` (global row ids owned by this machine), in order, duplicates kept."""
         shard = self.shard(name, uid)
-        return shard.data.index_select(0, self._local_rows(shard, ids))
+        return kernels.gather_rows(shard.data, self._local_rows(shard, ids))
 
     def push(self, name: str, uid: str | None, ids: torch.Tensor, values: torch.Tensor,
              optimizer: dict | None = None) -> None:
