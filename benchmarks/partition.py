@@ -44,6 +44,7 @@ def child(args: argparse.Namespace) -> None:
             lib = choose_library(xadj.size - 1, adjncy.size, None if weights is None else weights.sum(0))
         else:
             lib = library64()
+            xadj, adjncy = xadj.astype(lib.idx), adjncy.astype(lib.idx)  # its idx_t, converted before timing
         out["library"] = lib.name
         t1 = time.perf_counter()
         if method == "bare64" and weights is None:  # pymetis's own API, as a user would call it
