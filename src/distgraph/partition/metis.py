@@ -146,15 +146,6 @@ def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tup
     return xadj, low[keep].astype(idx, copy=False)
 
 
-def _release_free_heap() -> None:
-    """Hand freed heap memory back to the kernel before METIS adds its working set on top
-    (glibc keeps ~40 MB of symmetrisation scratch otherwise). No-op off glibc."""
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _ptr(a: np.ndarray) -> ctypes.c_void_p:
     return a.ctypes.data_as(ctypes.c_void_p)
 
@@ -193,7 +184,6 @@ def part_graph(
     if vwgt is not None:
         vwgt = np.ascontiguousarray(vwgt, dtype=idx)
     part = np.zeros(n, dtype=idx)
-    _release_free_heap()
     options = np.full(_NOPTIONS, -1, dtype=idx)
     lib.lib.METIS_SetDefaultOptions(_ptr(options))
     options[lib.seed] = seed
