@@ -7,9 +7,9 @@ per 10k rows of 128 float32 values, one thread: Adagrad 11.0 ms in torch ops, 3.
 1.45x faster again with prefetching). Rows must be unique: the caller coalesces them, so
 parallel iterations never write the same row.
 
-`gather_rows` copies rows the same way, prefetching ahead: 1.4-2.1x `torch.index_select`
-for 4k-100k random 512-byte rows here (one thread), slower below ~2k rows (call overhead),
-so small requests keep `index_select`.
+`gather_rows` copies rows the same way, prefetching ahead, in the calling thread: about
+1.5x `torch.index_select` for 4k-100k random 512-byte rows here, slower below ~2k rows
+(call overhead), so small requests keep `index_select`.
 Threads follow `torch.get_num_threads()` (a server's `--num_server_threads`).
 """
 
@@ -101,10 +101,10 @@ def _adam(weight, m, v, steps, rows, state_rows, grad, lr, beta1, beta2, eps):
             weight[r, d] -= lr * (md / (np.sqrt(vd / bc2) + eps) / bc1)
 
 
-@numba.njit(parallel=True, nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True)  # serial: as fast here, and no worker thread to wake per call
 def _gather(src, rows, out):
     n = rows.shape[0]
-    for i in numba.prange(n):
+    for i in range(n):
         if i + AHEAD < n:
             _prefetch_row(src, rows[i + AHEAD])
         r = rows[i]
@@ -129,20 +129,32 @@ def gather_rows(src: torch.Tensor, rows: torch.Tensor, out: torch.Tensor | None 
     low, high = (int(v) for v in torch.aminmax(rows))
     if low < 0 or high >= src.shape[0]:  # the kernel does not check: never read outside `src`
         raise IndexError(f"row {low if low < 0 else high} is out of range for {src.shape[0]} rows")
-    word = next(w for w in (torch.int64, torch.int32, torch.int16, torch.uint8)
-                if row_bytes % torch.empty((), dtype=w).element_size() == 0)
-    _threads()
-    _gather(_words(src, word), rows.numpy(), _words(out, word))
+    _gather(_rows_2d(src, row_bytes), rows.numpy(), _rows_2d(out, row_bytes))
     return out
 
 
-def _words(t: torch.Tensor, word: torch.dtype) -> np.ndarray:
-    """The rows of a contiguous tensor as a (rows, words) integer array, without a copy."""
+def _rows_2d(t: torch.Tensor, row_bytes: int) -> np.ndarray:
+    """The rows of a contiguous tensor as a 2-D numpy array without a copy: its own dtype
+    where numba knows it, else the widest integer words that divide a row."""
+    if t.dtype in _NUMBA_DTYPES:
+        return t.view(t.shape[0], -1).numpy()
+    word = next(w for w in (torch.int64, torch.int32, torch.int16, torch.uint8) if row_bytes % w.itemsize == 0)
     return t.view(torch.uint8).view(t.shape[0], -1).view(word).numpy()
 
 
+_NUMBA_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8}
+
+
+_threads_set = 0
+
+
 def _threads() -> None:
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+    """Follow torch's thread count (set only on change: setting it costs the next launch)."""
+    global _threads_set
+    want = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+    if want != _threads_set:
+        numba.set_num_threads(want)
+        _threads_set = want
 
 
 def _2d(t: torch.Tensor) -> np.ndarray:
