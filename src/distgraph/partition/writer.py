@@ -120,7 +120,10 @@ class _PartWriter:
             return out
 
         # Two parts are written at once: each big temporary is dropped as soon as it is used.
-        ldst = local(dst)
+        if self.halo_hops == 1:  # every edge here ends at an owned node
+            ldst = np.subtract(dst, lo, out=dst)
+        else:
+            ldst = local(dst)
         del dst
         # torch's stable argsort of int32 keys: 2M in 0.05 s, against 0.12 s for int64 and 0.34 s for numpy's
         keys = ldst.astype(np.int32) if global_nid.size <= np.iinfo(np.int32).max else ldst
@@ -179,6 +182,24 @@ class _PartWriter:
                                                       "fortran_order": False, "shape": (rows.size, *a.shape[1:])})
             for i in range(0, rows.size, step):
                 fp.write(np.ascontiguousarray(a[rows[i:i + step]]).data)  # fancy indexing: 2-4x np.take here
+
+
+def _write_mappings(g: Graph, rl: Relabeling, writer: _PartWriter) -> tuple[dict, dict, dict]:
+    """Save new -> original id maps per type under mapping/; returns the config entry and the maps."""
+    mapping = {"node": {}, "edge": {}, "node_names": None}
+    orig_nids, orig_eids = {}, {}
+    for ti, t in enumerate(g.ntypes):
+        orig_nids[t] = _per_type_orig(rl.node_new2old, rl.node_ranges[:, ti], int(g.ntype_offsets[ti]))
+        mapping["node"][t] = f"mapping/node.{t}.npy"
+        writer._save(mapping["node"][t], orig_nids[t])
+    for ci, c in enumerate(g.canonical_etypes):
+        orig_eids[c] = _per_type_orig(rl.edge_new2old, rl.edge_ranges[:, ci], int(g.etype_offsets[ci]))
+        mapping["edge"][etype_key(c)] = f"mapping/edge.{etype_key(c)}.npy"
+        writer._save(mapping["edge"][etype_key(c)], orig_eids[c])
+    if g.node_names is not None:
+        mapping["node_names"] = "mapping/node_names.npy"
+        writer._save(mapping["node_names"], np.asarray(g.node_names))
+    return mapping, orig_nids, orig_eids
 
 
 def _per_type_orig(new2old: np.ndarray, ranges: np.ndarray, type_offset: int) -> np.ndarray:
@@ -249,26 +270,14 @@ def partition_graph(
     writer = _PartWriter(g, rl, out, halo_hops)
     bar.set_postfix_str("write parts")
     # Writing is gathers, sorts and file writes, which release the GIL: two threads use both cores.
+    # The id mappings depend on the relabelling only: the first thread free writes them.
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(writer.write, p, node_names, edge_names) for p in range(num_parts)]
         for f in futures:
             f.add_done_callback(lambda _: bar.update())
+        mappings = pool.submit(_write_mappings, g, rl, writer)
         partitions, cuts = zip(*(f.result() for f in futures))
-
-    bar.set_postfix_str("mappings")
-    mapping = {"node": {}, "edge": {}, "node_names": None}
-    orig_nids, orig_eids = {}, {}
-    for ti, t in enumerate(g.ntypes):
-        orig_nids[t] = _per_type_orig(rl.node_new2old, rl.node_ranges[:, ti], int(g.ntype_offsets[ti]))
-        mapping["node"][t] = f"mapping/node.{t}.npy"
-        writer._save(mapping["node"][t], orig_nids[t])
-    for ci, c in enumerate(g.canonical_etypes):
-        orig_eids[c] = _per_type_orig(rl.edge_new2old, rl.edge_ranges[:, ci], int(g.etype_offsets[ci]))
-        mapping["edge"][etype_key(c)] = f"mapping/edge.{etype_key(c)}.npy"
-        writer._save(mapping["edge"][etype_key(c)], orig_eids[c])
-    if g.node_names is not None:
-        mapping["node_names"] = "mapping/node_names.npy"
-        writer._save(mapping["node_names"], np.asarray(g.node_names))
+        mapping, orig_nids, orig_eids = mappings.result()
     bar.update()
     bar.close()
 
