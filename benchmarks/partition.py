@@ -109,6 +109,7 @@ def plot(results: dict, path: str) -> None:
     for ax in (a, b):
         plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
     fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
 
 

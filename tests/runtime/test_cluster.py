@@ -84,6 +84,16 @@ def test_pulls_local_remote_and_mixed_keep_order_and_duplicates(dist, truth):
         feat[torch.tensor([0, N])]
 
 
+def test_pulled_rows_are_a_private_writable_copy(dist, truth):
+    feat = dist.DistTensor((N, 16), torch.float32, "node~_N~feat")
+    hi = dist.get_context().book.node_range(0, "_N")[1]
+    ids = torch.arange(hi, N)  # machine 1's rows, in order: one reply (wire) or one gather (host-shm)
+    rows = feat[ids]
+    rows += 1
+    assert torch.equal(rows, truth[ids] + 1)
+    assert torch.equal(feat[ids], truth[ids])
+
+
 def test_remote_pulls_cut_into_pieces_reassemble_in_order(dist, truth, monkeypatch):
     import distgraph.kvstore.client as client_module
 

@@ -259,10 +259,13 @@ class KVClient:
             return gather_rows(h.shm[only], ids - h.bounds[only], out)
         with self._guard():
             order, grouped, offsets = self._split(h, ids)
+            pieces = list(self._pieces(h, offsets, set(h.shm)))
+            # one reply holding every row in order is the result itself (no copy into `out`)
+            whole = order is None and len(pieces) == 1 and pieces[0][1:] == (0, ids.numel())
             reqs, spans = [], []
-            for slot, s, e in self._pieces(h, offsets, set(h.shm)):
+            for slot, s, e in pieces:
                 header = {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot]]}
-                reqs.append(Request(slot, header, [grouped[s:e]], [out[s:e]] if order is None else []))
+                reqs.append(Request(slot, header, [grouped[s:e]], [out[s:e]] if order is None and not whole else []))
                 spans.append((s, e))
             batch = self.channel.start(reqs)
             for m, a, b in self._shm_spans(h, offsets):
@@ -272,6 +275,8 @@ class KVClient:
                 else:
                     out.index_copy_(0, order[a:b], gather_rows(h.shm[m], rows))
             replies = self.channel.wait(batch)
+        if whole:
+            return _reply_rows(replies[0].arrays, ids.numel(), h)
         for (s, e), rep in zip(spans, replies):
             rows = _reply_rows(rep.arrays, e - s, h)
             if order is not None:
