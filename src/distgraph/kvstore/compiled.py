@@ -8,6 +8,7 @@ of queueing. Threads follow `torch.get_num_threads()` (a server's `--num_server_
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import torch
@@ -103,13 +104,12 @@ def gather(src, rows, out):
             out[i, d] = src[r, d]
 
 
-_set = 0
+_thread = threading.local()  # numba's thread count is per calling thread
 
 
 def use_torch_threads() -> None:
     """Follow torch's thread count (set only on change: setting it costs the next launch)."""
-    global _set
     want = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
-    if want != _set:
+    if getattr(_thread, "count", 0) != want:
         numba.set_num_threads(want)
-        _set = want
+        _thread.count = want
