@@ -113,9 +113,11 @@ def test_cli_keeps_the_command_given_after_extra_envs(monkeypatch):
     assert seen[0].extra_envs == ["A=1", "B=x y"] and seen[1].extra_envs == []
 
 
-def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path):
+def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path, monkeypatch):
     from distgraph.launch import LaunchOptions, make_plan
     from distgraph.launch.runner import Job
+
+    monkeypatch.setenv("DISTGRAPH_HOST_SHM", "0")  # forwarded to every process, remote ones too
 
     (tmp_path / "ip.txt").write_text("127.0.0.1 5000 2\n192.0.2.7 6000\n")  # 192.0.2.0/24: never this host
     plan = make_plan(LaunchOptions(workspace=str(tmp_path), command="python3 train.py", part_config=str(parts[2]),
@@ -132,6 +134,7 @@ def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path):
     argv, env = Job(plan, 2222, "bob")._argv(t3)
     assert env is None and argv[:2] == ["ssh", "-tt"] and "bob@192.0.2.7" in argv and "2222" in argv
     assert argv[-1].startswith(f"cd {tmp_path} && ") and "DISTGRAPH_ROLE=trainer" in argv[-1]
+    assert "DISTGRAPH_HOST_SHM=0" in argv[-1] and t3.env["DISTGRAPH_HOST_SHM"] == "0"
     assert argv[-1].endswith(" python3 train.py")
 
 

@@ -27,7 +27,7 @@ from .ip_config import MachineSpec, parse_ip_config, server_addresses
 DEFAULT_MASTER_PORT = 29500
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Variables of the launcher's environment that remote processes receive too.
-FORWARDED = (E.TIMEOUT, E.STARTUP_TIMEOUT, E.BARRIER_TIMEOUT, "PYTHONPATH")
+FORWARDED = (E.TIMEOUT, E.STARTUP_TIMEOUT, E.BARRIER_TIMEOUT, E.HOST_SHM, "PYTHONPATH")
 
 
 @dataclass
