@@ -15,7 +15,8 @@ def keep_freed_memory() -> None:
     """
     try:
         libc = ctypes.CDLL(None)
+        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]  # mallopt(int, int): values must fit an int
         libc.mallopt(-3, 1 << 25)  # M_MMAP_THRESHOLD: serve blocks below 32 MB (its maximum) from the heap
-        libc.mallopt(-1, 1 << 31)  # M_TRIM_THRESHOLD: keep up to 2 GB of free heap
+        libc.mallopt(-1, (1 << 31) - 1)  # M_TRIM_THRESHOLD: keep up to 2 GB of free heap
     except (OSError, AttributeError):
         pass

@@ -94,6 +94,33 @@ def test_pulled_rows_are_a_private_writable_copy(dist, truth):
     assert torch.equal(feat[ids], truth[ids])
 
 
+def test_small_pulls_are_ordinary_tensors(dist):
+    feat = dist.DistTensor((N, 16), torch.float32, "node~_N~feat")
+    hi = dist.get_context().book.node_range(0, "_N")[1]
+    kept = [feat[torch.tensor([hi + i, hi + i + 1])] for i in range(50)]  # one small reply each (wire)
+    for rows in kept:  # not views into a bigger receive buffer that they would keep alive
+        assert rows.untyped_storage().nbytes() == rows.numel() * rows.element_size()
+        assert rows.data_ptr() % rows.element_size() == 0
+
+
+def test_a_stale_handle_is_refused_on_every_machine(dist):
+    from distgraph.errors import InputError
+
+    t = dist.DistTensor((N, 2), torch.float32, "stale", init_func=dist.Constant(1.0), persistent=True)
+    client = dist.get_context().client
+    old = t._handle
+    client.delete("stale")
+    dist.DistTensor((N, 2), torch.float32, "stale", init_func=dist.Constant(5.0), persistent=True)
+    hi = dist.get_context().book.node_range(0, "_N")[1]
+    for ids in (torch.tensor([hi, hi + 1]), torch.tensor([0, 1]), torch.tensor([0, hi])):  # remote, local, mixed
+        with pytest.raises(InputError, match="look it up again"):
+            client.pull(old, ids)
+        with pytest.raises(InputError, match="look it up again"):
+            client.push(old, ids, torch.zeros(2, 2))
+    assert client.pull(client.lookup("stale"), torch.tensor([0, hi])).eq(5.0).all()
+    client.delete("stale")
+
+
 def test_remote_pulls_cut_into_pieces_reassemble_in_order(dist, truth, monkeypatch):
     import distgraph.kvstore.client as client_module
 

@@ -15,7 +15,8 @@ import bisect
 import math
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
@@ -26,6 +27,7 @@ from ..rpc.wire import dtype_name, parse_dtype
 from .kernels import gather_rows
 from .local import LocalChannel
 from .routing import slot_bounds, slot_of
+from .shm import SHM_DIR, SharedMemoryError
 from .store import KVStore, PolicyResolver, UnknownTensor
 
 # Requests carry at most this many bytes of rows, so that a server works on one piece while
@@ -34,6 +36,7 @@ from .store import KVStore, PolicyResolver, UnknownTensor
 # made Adagrad pushes of 10k rows 1.2x and of 100k rows 1.3x faster, 100k-row pulls 1.15x,
 # 10k-row pulls alike (1 MiB pieces were slower still).
 CHUNK_BYTES = 8 << 20
+WHOLE_REPLY_BYTES = 64 << 10  # zmq gives a reply this big a buffer of its own
 
 Initializer = dict | Callable[[tuple[int, ...], torch.dtype], torch.Tensor] | None
 
@@ -51,6 +54,16 @@ class TensorHandle:
     slots: torch.Tensor  # (machine, server) slot row bounds
     shm: dict[int, torch.Tensor]  # machine -> its rows, for the machines whose shared memory we map
     machine_id: int
+    segments: dict[int, Path] = field(default_factory=dict)  # machine -> file of its mapped rows
+
+    def check_mapped(self, machines) -> None:
+        """Refuse a stale handle before touching mapped rows, as servers refuse stale requests:
+        deleting a tensor removes its segment file, and a re-created one gets a new file."""
+        for m in machines:
+            path = self.segments.get(m)
+            if path is not None and not path.exists():
+                raise UnknownTensor(f"tensor {self.name!r} was deleted and re-created since it was looked up "
+                                    f"(machine {m}); look it up again")
 
     @property
     def local(self) -> torch.Tensor:
@@ -120,14 +133,15 @@ class KVClient:
     # ----------------------------------------------------------- definitions
     def _handle(self, name: str, shape, dtype: torch.dtype, policy: str, uids: list[str]) -> TensorHandle:
         bounds = [int(b) for b in self.resolve_policy(policy)]
-        shm = {self.machine_id: self.local_store.shard(name, uids[self.machine_id]).data}
+        shards = {self.machine_id: self.local_store.shard(name, uids[self.machine_id])}
         for m, store in self.host_stores.items():
             try:
-                shm[m] = store.shard(name, uids[m]).data
-            except UnknownTensor:  # not in this host's shared memory: its rows travel
+                shards[m] = store.shard(name, uids[m])
+            except (UnknownTensor, SharedMemoryError):  # not in this host's shared memory: its rows travel
                 pass
         return TensorHandle(name, tuple(shape), dtype, policy, uids, bounds,
-                            slot_bounds(bounds, self.servers_per_machine), shm, self.machine_id)
+                            slot_bounds(bounds, self.servers_per_machine), {m: s.data for m, s in shards.items()},
+                            self.machine_id, {m: SHM_DIR / s.meta.segment for m, s in shards.items() if s.meta.segment})
 
     def _leaders_call(self, headers: list[dict], arrays: list[list[torch.Tensor]] | None = None) -> list[dict]:
         arrays = arrays or [[] for _ in headers]
@@ -256,19 +270,24 @@ class KVClient:
             return out
         only = self._machine_of(h, mn, mx)
         if only in h.shm:
+            h.check_mapped((only,))
             return gather_rows(h.shm[only], ids - h.bounds[only], out)
         with self._guard():
             order, grouped, offsets = self._split(h, ids)
             pieces = list(self._pieces(h, offsets, set(h.shm)))
-            # one reply holding every row in order is the result itself (no copy into `out`)
-            whole = order is None and len(pieces) == 1 and pieces[0][1:] == (0, ids.numel())
+            # one big reply holding every row in order is the result itself (no copy into `out`);
+            # small ones are copied, as zmq packs them into a shared receive buffer
+            whole = (order is None and len(pieces) == 1 and pieces[0][1:] == (0, ids.numel())
+                     and out.numel() * out.element_size() >= WHOLE_REPLY_BYTES)
             reqs, spans = [], []
             for slot, s, e in pieces:
                 header = {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot]]}
                 reqs.append(Request(slot, header, [grouped[s:e]], [out[s:e]] if order is None and not whole else []))
                 spans.append((s, e))
+            spans_shm = self._shm_spans(h, offsets)
+            h.check_mapped(m for m, _, _ in spans_shm)
             batch = self.channel.start(reqs)
-            for m, a, b in self._shm_spans(h, offsets):
+            for m, a, b in spans_shm:
                 rows = grouped[a:b] - h.bounds[m]
                 if order is None:
                     gather_rows(h.shm[m], rows, out[a:b])
@@ -276,7 +295,11 @@ class KVClient:
                     out.index_copy_(0, order[a:b], gather_rows(h.shm[m], rows))
             replies = self.channel.wait(batch)
         if whole:
-            return _reply_rows(replies[0].arrays, ids.numel(), h)
+            rows = _reply_rows(replies[0].arrays, ids.numel(), h)
+            if rows.data_ptr() % rows.element_size() == 0:
+                return rows
+            out.copy_(rows)  # a misaligned buffer: hand back an ordinary tensor
+            return out
         for (s, e), rep in zip(spans, replies):
             rows = _reply_rows(rep.arrays, e - s, h)
             if order is not None:
@@ -297,6 +320,7 @@ class KVClient:
             return
         only = self._machine_of(h, mn, mx)
         if optimizer is None and only in h.shm:
+            h.check_mapped((only,))
             h.shm[only].index_copy_(0, ids - h.bounds[only], values)
             return
         with self._guard():
@@ -309,8 +333,10 @@ class KVClient:
                 header["optimizer"] = optimizer
             reqs = [Request(slot, {**header, "uid": h.uids[self.slot_machine[slot]]}, [grouped[s:e], values[s:e]])
                     for slot, s, e in self._pieces(h, offsets, direct)]
+            spans_shm = self._shm_spans(h, offsets) if direct else []
+            h.check_mapped(m for m, _, _ in spans_shm)
             batch = self.channel.start(reqs)
-            for m, a, b in self._shm_spans(h, offsets) if direct else ():
+            for m, a, b in spans_shm:
                 h.shm[m].index_copy_(0, grouped[a:b] - h.bounds[m], values[a:b])
             self.channel.wait(batch)
 
