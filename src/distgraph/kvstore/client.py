@@ -36,7 +36,6 @@ from .store import KVStore, PolicyResolver, UnknownTensor
 # made Adagrad pushes of 10k rows 1.2x and of 100k rows 1.3x faster, 100k-row pulls 1.15x,
 # 10k-row pulls alike (1 MiB pieces were slower still).
 CHUNK_BYTES = 8 << 20
-WHOLE_REPLY_BYTES = 64 << 10  # zmq gives a reply this big a buffer of its own
 
 Initializer = dict | Callable[[tuple[int, ...], torch.dtype], torch.Tensor] | None
 
@@ -199,7 +198,7 @@ class KVClient:
     def delete(self, name: str) -> None:
         with self._guard():
             self._leaders_call([{"op": "delete", "name": name}] * self.num_machines)
-            for store in (self.local_store, *self.host_stores.values()):
+            for store in self._stores():
                 store.delete(name)
 
     def schedule_delete(self, name: str) -> None:
@@ -275,10 +274,8 @@ class KVClient:
         with self._guard():
             order, grouped, offsets = self._split(h, ids)
             pieces = list(self._pieces(h, offsets, set(h.shm)))
-            # one big reply holding every row in order is the result itself (no copy into `out`);
-            # small ones are copied, as zmq packs them into a shared receive buffer
-            whole = (order is None and len(pieces) == 1 and pieces[0][1:] == (0, ids.numel())
-                     and out.numel() * out.element_size() >= WHOLE_REPLY_BYTES)
+            # one reply holding every row in order is the result itself (no copy into `out`)
+            whole = order is None and len(pieces) == 1 and pieces[0][1:] == (0, ids.numel())
             reqs, spans = [], []
             for slot, s, e in pieces:
                 header = {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot]]}
@@ -295,11 +292,7 @@ class KVClient:
                     out.index_copy_(0, order[a:b], gather_rows(h.shm[m], rows))
             replies = self.channel.wait(batch)
         if whole:
-            rows = _reply_rows(replies[0].arrays, ids.numel(), h)
-            if rows.data_ptr() % rows.element_size() == 0:
-                return rows
-            out.copy_(rows)  # a misaligned buffer: hand back an ordinary tensor
-            return out
+            return _reply_rows(replies[0].arrays, ids.numel(), h)
         for (s, e), rep in zip(spans, replies):
             rows = _reply_rows(rep.arrays, e - s, h)
             if order is not None:
@@ -340,6 +333,10 @@ class KVClient:
                 h.shm[m].index_copy_(0, grouped[a:b] - h.bounds[m], values[a:b])
             self.channel.wait(batch)
 
+    def _stores(self) -> tuple[KVStore, ...]:
+        """Every store this client maps: this machine's, then those of same-host machines."""
+        return (self.local_store, *self.host_stores.values())
+
     def overlap(self, requests: Sequence[tuple[int, dict, list[torch.Tensor]]],
                 local: Callable[[], object]) -> tuple[object, list]:
         """Send each (machine, header, arrays) to one of that machine's servers (spread over
@@ -356,7 +353,7 @@ class KVClient:
 
     def close(self) -> None:
         self.channel.close()
-        for store in (self.local_store, *self.host_stores.values()):
+        for store in self._stores():
             store.close()
 
 

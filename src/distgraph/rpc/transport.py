@@ -22,6 +22,9 @@ from . import wire
 
 HEARTBEAT_MS = 1000  # zmq pings idle connections so a vanished host is noticed too
 CLOSE_LINGER_MS = 2000  # how long a closing server keeps trying to deliver its last replies
+# zmq gives a received frame this big a buffer of its own; smaller ones share one receive
+# buffer (and may sit misaligned in it), so replies below this size are copied out
+OWN_BUFFER_BYTES = 64 << 10
 
 
 class PeerError(DistGraphError):
@@ -235,7 +238,11 @@ class Connections:
                         raise PeerError(f"{conn.peer} sent {size} bytes for an array declared as {expected}")
                     arrays.append(target.view(shape))
                 else:
-                    arrays.append(wire.array_from_buffer(sock.recv(copy=False).buffer, dtype, shape, i))
+                    array = wire.array_from_buffer(sock.recv(copy=False).buffer, dtype, shape, i)
+                    size = array.element_size()
+                    if array.numel() * size < OWN_BUFFER_BYTES or array.data_ptr() % size:
+                        array = array.clone()  # never hand out a view that pins zmq's shared buffer
+                    arrays.append(array)
             if sock.getsockopt(zmq.RCVMORE):
                 self._discard_rest(sock)
                 raise PeerError(f"{conn.peer} sent a reply with more frames than its header declares")
