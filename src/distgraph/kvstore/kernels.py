@@ -18,9 +18,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-DTYPES = (torch.float32, torch.float64)
-
-
 GATHER_MIN_ROWS = 2048
 GATHER_MIN_ROW_BYTES = 64
 
@@ -40,25 +37,22 @@ def gather_rows(src: torch.Tensor, rows: torch.Tensor, out: torch.Tensor | None 
         raise IndexError(f"row {low if low < 0 else high} is out of range for {src.shape[0]} rows")
     from . import compiled
 
-    compiled.gather(_rows_2d(src, row_bytes), rows.numpy(), _rows_2d(out, row_bytes))
+    compiled.gather(_2d(src), rows.numpy(), _2d(out))
     return out
-
-
-def _rows_2d(t: torch.Tensor, row_bytes: int) -> np.ndarray:
-    """The rows of a contiguous tensor as a 2-D numpy array without a copy: its own dtype
-    where numba knows it, else the widest integer words that divide a row."""
-    if t.dtype in _NUMBA_DTYPES:
-        return t.view(t.shape[0], -1).numpy()
-    word = next(w for w in (torch.int64, torch.int32, torch.int16, torch.uint8) if row_bytes % w.itemsize == 0)
-    return t.view(torch.uint8).view(t.shape[0], -1).view(word).numpy()
 
 
 _NUMBA_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8}
 
 
 def _2d(t: torch.Tensor) -> np.ndarray:
-    """A (rows, values per row) numpy view; raises rather than copy, so updates land in place."""
-    return t.view(t.shape[0], -1).numpy()
+    """A contiguous tensor's rows as a 2-D numpy view (a view raises rather than copy, so
+    updates land in place): in its own dtype where numba knows it, else in the widest
+    integer words that divide a row (a gather only moves bytes)."""
+    if t.dtype in _NUMBA_DTYPES:
+        return t.view(t.shape[0], -1).numpy()
+    row_bytes = t[:1].numel() * t.element_size()
+    word = next(w for w in (torch.int64, torch.int32, torch.int16, torch.uint8) if row_bytes % w.itemsize == 0)
+    return t.view(torch.uint8).view(t.shape[0], -1).view(word).numpy()
 
 
 def adagrad(weight: torch.Tensor, state: torch.Tensor, rows: torch.Tensor, state_rows: torch.Tensor,

@@ -17,7 +17,7 @@ import torch
 from ..errors import InputError
 from . import kernels
 
-DTYPES = kernels.DTYPES  # row dtypes the optimisers update
+DTYPES = (torch.float32, torch.float64)  # row dtypes the optimisers update (numba kernels)
 _PARAMS = {"adagrad": ("lr", "eps"), "adam": ("lr", "beta1", "beta2", "eps")}
 
 
