@@ -133,12 +133,12 @@ def initialize(ip_config: str | None = None, num_servers: int = 1, num_workers: 
     if _CONTEXT is not None:
         raise DistGraphError("distgraph.initialize() was already called in this process")
     env = ProcessEnv.from_environ()
-    keep_freed_memory()
     if env is not None:
         env = env.with_defaults(ip_config, num_servers, num_workers, part_config)
         if env.role == "server":
             serve(env)
             sys.exit(0)
+    keep_freed_memory()  # a client's pulled rows and received messages (`serve` does it for servers)
     _CONTEXT = _standalone(part_config, num_workers) if env is None else _connect(env)
     atexit.register(exit_client)
 

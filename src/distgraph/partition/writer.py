@@ -165,19 +165,21 @@ class _PartWriter:
             **files,
         }, cut
 
-    def _save(self, rel: str, a: np.ndarray) -> None:
+    def _path(self, rel: str) -> Path:
+        """Where `rel` goes under the output folder (its folder created)."""
         f = self.out / rel
         f.parent.mkdir(parents=True, exist_ok=True)
-        np.save(f, np.ascontiguousarray(a))
+        return f
+
+    def _save(self, rel: str, a: np.ndarray) -> None:
+        np.save(self._path(rel), np.ascontiguousarray(a))
 
     def _save_rows(self, rel: str, data: torch.Tensor, rows: np.ndarray, chunk_bytes: int = 8 << 20) -> None:
         """Gather one partition's rows of a data array and write them as .npy, in chunks of
         about 8 MB, so a partition's feature rows are never all in memory at once."""
         a = data.numpy()
-        f = self.out / rel
-        f.parent.mkdir(parents=True, exist_ok=True)
         step = max(1, chunk_bytes // max(1, a[:1].nbytes))
-        with open(f, "wb") as fp:
+        with open(self._path(rel), "wb") as fp:
             np.lib.format.write_array_header_1_0(fp, {"descr": np.lib.format.dtype_to_descr(a.dtype),
                                                       "fortran_order": False, "shape": (rows.size, *a.shape[1:])})
             for i in range(0, rows.size, step):
