@@ -319,6 +319,7 @@ assert (np.load({str(tmp_path / "part0" / "node._N.feat.npy")!r})[0] != 42.0).al
 
 
 def test_halo_lookup_memory_follows_the_halo_not_the_graph(tmp_path):
+    from distgraph.partition.in_edges import InEdges
     from distgraph.partition.relabel import relabel
     from distgraph.partition.writer import _PartWriter
 
@@ -326,7 +327,8 @@ def test_halo_lookup_memory_follows_the_halo_not_the_graph(tmp_path):
     rng = np.random.default_rng(0)
     g = Graph(rng.integers(0, n, 2000), rng.integers(0, n, 2000), num_nodes=n)
     parts = (np.arange(n) * 64 // n).astype(np.int64)
-    writer = _PartWriter(g, relabel(g, parts, 64), tmp_path, 1)
+    index = InEdges.build(g.src.numpy(), g.dst.numpy(), n)
+    writer = _PartWriter(g, relabel(g, parts, 64, index), index, tmp_path, 1)
     tracemalloc.start()
     writer.write(5, {}, {})
     peak = tracemalloc.get_traced_memory()[1]

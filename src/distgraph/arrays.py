@@ -27,6 +27,17 @@ def offsets(counts: np.ndarray) -> np.ndarray:
     return out
 
 
+def concat_ranges(indptr: np.ndarray, rows: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
+    """Positions indptr[r]..indptr[r+1]-1 of every r in `rows`, concatenated in that order
+    (vectorised); `counts` may pass indptr[rows+1] - indptr[rows] when already known."""
+    lo = indptr[rows]
+    if counts is None:
+        counts = indptr[rows + 1] - lo
+    starts = np.repeat(lo - offsets(counts)[:-1], counts)
+    starts += np.arange(starts.size, dtype=starts.dtype)
+    return starts
+
+
 def inverse_permutation(perm: np.ndarray) -> np.ndarray:
     """`inv` such that inv[perm[i]] == i."""
     inv = np.empty_like(perm)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -81,22 +83,33 @@ def assign_parts(
     balance_ntypes: torch.Tensor | None = None,
     balance_edges: bool = False,
     seed: int = 0,
+    alongside: Callable[[], object] | None = None,
 ) -> np.ndarray:
-    """Partition id (int64) of every node, in the graph's own (homogeneous) ids."""
+    """Partition id (int64) of every node, in the graph's own (homogeneous) ids.
+
+    `alongside` is work that does not need the assignment: it runs on a second thread while
+    the METIS call (which takes one core) runs, else before returning; its errors propagate."""
     if part_method not in PART_METHODS:
         raise PartitionError(f"unknown part_method {part_method!r}; choose one of {', '.join(PART_METHODS)}")
     num_parts = positive_int(num_parts, "num_parts")
     n = g.num_nodes()
     if num_parts > n:
         raise PartitionError(f"cannot split {n} nodes into {num_parts} parts; use at most {n} parts")
-    if num_parts == 1:
-        return np.zeros(n, dtype=np.int64)
-    if part_method == "random":
+    if num_parts == 1 or part_method == "random":
+        if alongside is not None:
+            alongside()
+        if num_parts == 1:
+            return np.zeros(n, dtype=np.int64)
         rng = np.random.default_rng(seed)
         return (rng.permutation(n) % num_parts).astype(np.int64)
     xadj, adjncy = symmetric_adjacency(g.src.numpy(), g.dst.numpy(), n)
     weights = balance_weights(g, balance_ntypes, balance_edges)
-    parts, _ = part_graph(xadj, adjncy, num_parts, weights if weights.shape[1] > 1 else None, seed=seed)
+    with ThreadPoolExecutor(max_workers=1) as side:
+        beside = side.submit(alongside) if alongside is not None else None
+        parts, _ = part_graph(xadj, adjncy, num_parts, weights if weights.shape[1] > 1 else None, seed=seed)
+        del xadj, adjncy, weights
+        if beside is not None:
+            beside.result()
     return fill_empty_parts(parts, num_parts)
 
 
