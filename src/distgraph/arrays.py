@@ -29,13 +29,20 @@ def offsets(counts: np.ndarray) -> np.ndarray:
 
 def concat_ranges(indptr: np.ndarray, rows: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
     """Positions indptr[r]..indptr[r+1]-1 of every r in `rows`, concatenated in that order
-    (vectorised); `counts` may pass indptr[rows+1] - indptr[rows] when already known."""
+    (vectorised); `counts` may pass indptr[rows+1] - indptr[rows] when already known.
+
+    One output array and no other of its size: ones, the jump at each range's start, cumsum."""
     lo = indptr[rows]
     if counts is None:
         counts = indptr[rows + 1] - lo
-    starts = np.repeat(lo - offsets(counts)[:-1], counts)
-    starts += np.arange(starts.size, dtype=starts.dtype)
-    return starts
+    nonempty = np.flatnonzero(counts)
+    lo, counts = lo[nonempty], counts[nonempty]
+    out = np.ones(int(counts.sum()), dtype=np.int64)
+    if out.size:
+        out[0] = lo[0]
+        out[offsets(counts)[1:-1]] = lo[1:] - (lo[:-1] + counts[:-1] - 1)
+        np.cumsum(out, out=out)
+    return out
 
 
 def inverse_permutation(perm: np.ndarray) -> np.ndarray:

@@ -1,7 +1,8 @@
 """The input graph's in-edges grouped by destination, and its degrees, built while METIS runs.
 
 Relabelling walks this index in the new node order, so each partition's edges come out
-already grouped by their new destination: a partition's CSC needs no sort of its own.
+already grouped by their new destination: a partition's CSC needs no sort of its own, and
+the sources are read in order here instead of at random by edge id.
 """
 
 from __future__ import annotations
@@ -13,37 +14,51 @@ import torch
 
 from ..arrays import concat_ranges, offsets
 
+_STEP = 1 << 17  # entries per piece: no temporary as big as the edges (see `build`)
+
 
 @dataclass
 class InEdges:
-    indptr: np.ndarray  # (num_nodes + 1,) int64: where each destination's in-edges start in `eids`
+    indptr: np.ndarray  # (num_nodes + 1,) int64: where each destination's in-edges start
     eids: np.ndarray  # int64 edge ids grouped by destination, ascending within a destination
+    srcs: np.ndarray  # the source of each of those edges (int32 when node ids fit)
     out_degree: np.ndarray  # int64 per node
-    src: np.ndarray  # the graph's source ids, by edge id (a view, not a copy)
 
     @classmethod
     def build(cls, src: np.ndarray, dst: np.ndarray, num_nodes: int) -> "InEdges":
-        """One single-threaded sort (it runs beside METIS and should take one core, not two):
-        keys dst << 32 | edge id, whose low halves are then the grouped edge ids.
+        """One single-threaded sort (it runs beside METIS and should take one core, not two) of
+        keys dst | edge id | src, packed in 63 bits when they fit: the sorted keys then hold
+        the grouped edge ids and their sources, with no random reads of `src`.
 
-        No temporary as big as the edges: this thread's malloc arena would keep it through
-        METIS's peak (numpy's bincount copies its input: torch's does not)."""
+        Work goes in pieces, with no temporary as big as the edges: this thread's malloc
+        arena would keep it through METIS's peak (numpy's bincount copies its input, torch's does not)."""
         m = dst.size
-        if m < 2**32 and num_nodes < 2**31:
-            eids = np.left_shift(dst, 32)
-            step = 1 << 17
-            for i in range(0, m, step):
-                eids[i:i + step] |= np.arange(i, min(m, i + step), dtype=np.int64)
-            eids.sort()
-            eids &= 0xFFFFFFFF
-        else:
+        node_bits, edge_bits = max(1, int(num_nodes - 1).bit_length()), max(1, int(m - 1).bit_length())
+        idx = np.int32 if num_nodes <= np.iinfo(np.int32).max else np.int64
+        if 2 * node_bits + edge_bits <= 63:
+            key = np.left_shift(dst, edge_bits + node_bits)
+            for i in range(0, m, _STEP):
+                piece = key[i:i + _STEP]
+                piece |= np.arange(i, i + piece.size, dtype=np.int64) << node_bits
+                piece |= src[i:i + _STEP]
+            key.sort()
+            srcs = np.empty(m, dtype=idx)
+            for i in range(0, m, _STEP):
+                srcs[i:i + _STEP] = key[i:i + _STEP] & ((1 << node_bits) - 1)
+            eids = np.right_shift(key, node_bits, out=key)
+            eids &= (1 << edge_bits) - 1
+        else:  # too many ids to pack: a stable argsort, then the sources read by edge id
             eids = np.argsort(dst, kind="stable")
+            srcs = np.empty(m, dtype=idx)
+            for i in range(0, m, _STEP):
+                srcs[i:i + _STEP] = src[eids[i:i + _STEP]]
         degree = [torch.bincount(torch.from_numpy(a), minlength=num_nodes).numpy() for a in (dst, src)]
-        return cls(offsets(degree[0]), eids, degree[1], src)
+        return cls(offsets(degree[0]), eids, srcs, degree[1])
 
     def in_degree(self, nodes: np.ndarray) -> np.ndarray:
         return self.indptr[nodes + 1] - self.indptr[nodes]
 
-    def of(self, nodes: np.ndarray, degree: np.ndarray | None = None) -> np.ndarray:
-        """Edge ids of the in-edges of `nodes`, node after node (`degree`: their in-degrees, if known)."""
-        return self.eids[concat_ranges(self.indptr, nodes, degree)]
+    def positions(self, nodes: np.ndarray, degree: np.ndarray | None = None) -> np.ndarray:
+        """Where the in-edges of `nodes` sit in `eids`/`srcs`, node after node (`degree`: their
+        in-degrees, if known)."""
+        return concat_ranges(self.indptr, nodes, degree)

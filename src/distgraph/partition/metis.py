@@ -142,8 +142,9 @@ def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tup
     duplicates = np.flatnonzero(~keep)
     idx = np.int32 if fits_int32(num_nodes, key.size - duplicates.size) else np.int64
     xadj = (row_start - np.searchsorted(duplicates, row_start)).astype(idx)
-    low = key.view(np.uint32)[:: 2] if sys.byteorder == "little" else key.view(np.uint32)[1::2]
-    return xadj, low[keep].astype(idx, copy=False)
+    if idx is np.int32:  # the low halves, as int32 (ids < 2**31): no uint32 copy to convert
+        return xadj, key.view(np.int32)[(0 if sys.byteorder == "little" else 1)::2][keep]
+    return xadj, np.bitwise_and(key[keep], 0xFFFFFFFF)
 
 
 def _ptr(a: np.ndarray) -> ctypes.c_void_p:

@@ -22,6 +22,7 @@ class Relabeling:
     node_new2old: np.ndarray  # new homogeneous id -> original homogeneous id
     node_old2new: np.ndarray
     edge_new2old: np.ndarray
+    edge_src: np.ndarray  # original source id of each new edge id
     node_ranges: np.ndarray  # (num_parts, num_ntypes, 2) [start, end) in new homogeneous ids
     edge_ranges: np.ndarray  # (num_parts, num_etypes, 2)
     edges_by_dst: bool  # each partition's edges are ordered by new destination (one edge type)
@@ -50,12 +51,15 @@ def relabel(g: Graph, parts: np.ndarray, num_parts: int, in_edges: InEdges) -> R
     node_key = parts * nt + g.node_type_ids().numpy() if nt > 1 else parts
     node_order, node_ranges = _grouped(node_key, num_parts, nt)
     degree = in_edges.in_degree(node_order)
-    edge_order = in_edges.of(node_order, degree)
+    at = in_edges.positions(node_order, degree)
+    edge_order, edge_src = in_edges.eids[at], in_edges.srcs[at]
+    del at
     if et == 1:  # part p's edges are the in-edges of its node range
         bounds = offsets(degree)[node_ranges[:, [0, -1], [0, 1]]]
         edge_ranges = bounds.reshape(num_parts, 1, 2)
     else:
         edge_key = np.repeat(parts[node_order], degree) * et + g.edge_type_ids().numpy()[edge_order]
         within, edge_ranges = _grouped(edge_key, num_parts, et)
-        edge_order = edge_order[within]
-    return Relabeling(node_order, inverse_permutation(node_order), edge_order, node_ranges, edge_ranges, et == 1)
+        edge_order, edge_src = edge_order[within], edge_src[within]
+    return Relabeling(node_order, inverse_permutation(node_order), edge_order, edge_src, node_ranges, edge_ranges,
+                      et == 1)

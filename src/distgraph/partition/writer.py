@@ -61,7 +61,7 @@ class _PartWriter:
 
     def new_src(self, new_eids: slice | np.ndarray) -> np.ndarray:
         """New source ids of the edges with these new edge ids."""
-        return self.rl.node_old2new[self.in_edges.src[self.rl.edge_new2old[new_eids]]]
+        return self.rl.node_old2new[self.rl.edge_src[new_eids]]
 
     def new_dst(self, new_eids: slice | np.ndarray) -> np.ndarray:
         return self.rl.node_old2new[self.g.dst.numpy()[self.rl.edge_new2old[new_eids]]]
@@ -71,8 +71,8 @@ class _PartWriter:
         with self._lock:
             if self._edge_old2new is None:
                 self._edge_old2new = inverse_permutation(self.rl.edge_new2old)
-        old = self.in_edges.of(self.rl.node_new2old[nodes])
-        return self._edge_old2new[old], self.rl.node_old2new[self.in_edges.src[old]]
+        at = self.in_edges.positions(self.rl.node_new2old[nodes])
+        return self._edge_old2new[self.in_edges.eids[at]], self.rl.node_old2new[self.in_edges.srcs[at]]
 
     def write(self, p: int, node_names: dict, edge_names: dict) -> tuple[dict, int]:
         """Write partition p; returns its JSON entry and its number of cut in-edges."""
@@ -80,9 +80,10 @@ class _PartWriter:
         elo, ehi = self.rl.part_edges(p)
         eids = None  # the owned in-edges elo..ehi-1, plus the halo's with halo_hops > 1
         src = self.new_src(slice(elo, ehi))
-        outside = (src < lo) | (src >= hi)
-        cut = int(np.count_nonzero(outside))  # owned in-edges from other partitions' nodes
-        halo = unique_sorted(src[outside])
+        outer = np.flatnonzero((src < lo) | (src >= hi))  # owned in-edges from other partitions' nodes
+        cut = outer.size
+        # sort-based, with the inverse: 2.5x faster than a search of every id in the halo afterwards
+        halo, halo_at = np.unique(src[outer], return_inverse=True)
         if self.halo_hops > 1:
             known = halo
             frontier = halo
@@ -97,16 +98,16 @@ class _PartWriter:
             halo = known
             eids = np.concatenate([np.arange(elo, ehi, dtype=np.int64), *extra])
             src = self.new_src(eids)
-            outside = (src < lo) | (src >= hi)
+            outer = np.flatnonzero((src < lo) | (src >= hi))
+            halo_at = np.searchsorted(halo, src[outer])
         global_nid = np.concatenate([np.arange(lo, hi, dtype=np.int64), halo])
         n_inner = hi - lo
 
-        def to_local(ids: np.ndarray, outer: np.ndarray) -> np.ndarray:
+        def to_local(ids: np.ndarray, outer: np.ndarray, halo_at: np.ndarray) -> np.ndarray:
             """Global -> local ids, in place: owned ids by offset, the `outer` positions (halo ids)
-            by a search in the sorted halo (memory follows the halo, not the graph)."""
-            halo_local = n_inner + np.searchsorted(halo, ids[outer])
+            from their places in the sorted halo (memory follows the halo, not the graph)."""
             ids -= lo
-            ids[outer] = halo_local
+            ids[outer] = n_inner + halo_at
             return ids
 
         files = part_files(p, node_names, edge_names)
@@ -118,14 +119,15 @@ class _PartWriter:
             order = None
         else:  # stable sort by local destination (torch: 2M int32 keys in 0.05 s, numpy 0.34 s)
             dst = self.new_dst(slice(elo, ehi) if eids is None else eids)
-            ldst = to_local(dst, np.flatnonzero((dst < lo) | (dst >= hi)))
+            dst_outer = np.flatnonzero((dst < lo) | (dst >= hi))
+            ldst = to_local(dst, dst_outer, np.searchsorted(halo, dst[dst_outer]))
             indptr = offsets(np.bincount(ldst, minlength=global_nid.size))
             keys = ldst.astype(np.int32) if global_nid.size <= np.iinfo(np.int32).max else ldst
             order = torch.argsort(torch.from_numpy(keys), stable=True).numpy()
             del dst, ldst, keys
         self._save(files["indptr"], indptr)
-        indices = to_local(src, np.flatnonzero(outside))
-        del outside
+        indices = to_local(src, outer, halo_at)
+        del outer, halo_at
         self._save(files["indices"], indices if order is None else indices[order])
         del src, indices
         if eids is None:
