@@ -320,7 +320,7 @@ assert (np.load({str(tmp_path / "part0" / "node._N.feat.npy")!r})[0] != 42.0).al
 
 def test_halo_lookup_memory_follows_the_halo_not_the_graph(tmp_path):
     from distgraph.partition.in_edges import InEdges
-    from distgraph.partition.relabel import relabel
+    from distgraph.partition.relabel import relabel_edges, relabel_nodes
     from distgraph.partition.writer import _PartWriter
 
     n = 400_000  # mostly isolated nodes: a partition's work is tiny, but a table over all ids is 3.2 MB
@@ -328,9 +328,11 @@ def test_halo_lookup_memory_follows_the_halo_not_the_graph(tmp_path):
     g = Graph(rng.integers(0, n, 2000), rng.integers(0, n, 2000), num_nodes=n)
     parts = (np.arange(n) * 64 // n).astype(np.int64)
     index = InEdges.build(g.src.numpy(), g.dst.numpy(), n)
-    writer = _PartWriter(g, relabel(g, parts, 64, index), index, tmp_path, 1)
+    nodes = relabel_nodes(g, parts, 64)
+    writer = _PartWriter(g, nodes, index, tmp_path, 1, {}, {})
+    writer.edges = relabel_edges(g, parts, nodes, index)
     tracemalloc.start()
-    writer.write(5, {}, {})
+    writer.write_edges(5)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 8 * n / 4

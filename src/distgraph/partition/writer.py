@@ -19,7 +19,7 @@ from ..graph import DataDict, Graph
 from .assign import assign_parts, node_mask, positive_int
 from .layout import FORMAT_VERSION, check_name, etype_key, part_files
 from .in_edges import InEdges
-from .relabel import Relabeling, relabel
+from .relabel import EdgeOrder, NodeOrder, relabel_edges, relabel_nodes
 
 
 @dataclass
@@ -52,32 +52,51 @@ class PartitionStats:
 
 
 class _PartWriter:
-    """Builds and writes one partition's arrays from the relabelled graph."""
+    """Builds and writes one partition's arrays: its node data as soon as the nodes are
+    numbered, its structure and edge data once the edges are."""
 
-    def __init__(self, g: Graph, rl: Relabeling, in_edges: InEdges, out: Path, halo_hops: int):
-        self.g, self.rl, self.in_edges, self.out, self.halo_hops = g, rl, in_edges, out, halo_hops
+    def __init__(self, g: Graph, nodes: NodeOrder, in_edges: InEdges, out: Path, halo_hops: int,
+                 node_names: dict, edge_names: dict):
+        self.g, self.nodes, self.in_edges, self.out, self.halo_hops = g, nodes, in_edges, out, halo_hops
+        self.node_names, self.edge_names = node_names, edge_names
+        self.edges: EdgeOrder | None = None  # set by the caller once numbered
         self._edge_old2new: np.ndarray | None = None
         self._lock = threading.Lock()
 
+    def files(self, p: int) -> dict:
+        return part_files(p, self.node_names, self.edge_names)
+
     def new_src(self, new_eids: slice | np.ndarray) -> np.ndarray:
         """New source ids of the edges with these new edge ids."""
-        return self.rl.node_old2new[self.rl.edge_src[new_eids]]
+        return self.nodes.old2new[self.edges.src[new_eids]]
 
     def new_dst(self, new_eids: slice | np.ndarray) -> np.ndarray:
-        return self.rl.node_old2new[self.g.dst.numpy()[self.rl.edge_new2old[new_eids]]]
+        return self.nodes.old2new[self.g.dst.numpy()[self.edges.new2old[new_eids]]]
 
     def _in_edges_of(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(new edge ids, new source ids) of all in-edges of the new ids `nodes` (for halo_hops > 1)."""
         with self._lock:
             if self._edge_old2new is None:
-                self._edge_old2new = inverse_permutation(self.rl.edge_new2old)
-        at = self.in_edges.positions(self.rl.node_new2old[nodes])
-        return self._edge_old2new[self.in_edges.eids[at]], self.rl.node_old2new[self.in_edges.srcs[at]]
+                self._edge_old2new = inverse_permutation(self.edges.new2old)
+        at = self.in_edges.positions(self.nodes.new2old[nodes])
+        return self._edge_old2new[self.in_edges.eids[at]], self.nodes.old2new[self.in_edges.srcs[at]]
 
-    def write(self, p: int, node_names: dict, edge_names: dict) -> tuple[dict, int]:
-        """Write partition p; returns its JSON entry and its number of cut in-edges."""
-        lo, hi = self.rl.part_nodes(p)
-        elo, ehi = self.rl.part_edges(p)
+    def write_nodes(self, p: int) -> None:
+        """Partition p's node data and out-degrees (they need the node numbering only)."""
+        files = self.files(p)
+        lo, hi = self.nodes.part(p)
+        self._save(files["out_degree"], self.in_edges.out_degree[self.nodes.new2old[lo:hi]])
+        for t, names in self.node_names.items():
+            ti = self.g.get_ntype_id(t)
+            start, end = self.nodes.ranges[p, ti]
+            rows = self.nodes.new2old[start:end] - int(self.g.ntype_offsets[ti])
+            for k in names:
+                self._save_rows(files["node_data"][t][k], self.g.nodes[t].data[k], rows)
+
+    def write_edges(self, p: int) -> tuple[dict, int]:
+        """Partition p's local nodes, CSC and edge data; returns its JSON entry and its number of cut in-edges."""
+        lo, hi = self.nodes.part(p)
+        elo, ehi = self.edges.part(p)
         eids = None  # the owned in-edges elo..ehi-1, plus the halo's with halo_hops > 1
         src = self.new_src(slice(elo, ehi))
         outer = np.flatnonzero((src < lo) | (src >= hi))  # owned in-edges from other partitions' nodes
@@ -110,11 +129,11 @@ class _PartWriter:
             ids[outer] = n_inner + halo_at
             return ids
 
-        files = part_files(p, node_names, edge_names)
+        files = self.files(p)
         self._save(files["global_nid"], global_nid)
         num_local_edges = src.size
-        if self.rl.edges_by_dst and eids is None:  # already CSC: owned in-degrees, none for the halo
-            degree = self.in_edges.in_degree(self.rl.node_new2old[lo:hi])
+        if self.edges.by_dst and eids is None:  # already CSC: owned in-degrees, none for the halo
+            degree = self.in_edges.in_degree(self.nodes.new2old[lo:hi])
             indptr = np.concatenate([offsets(degree), np.full(halo.size, src.size, dtype=np.int64)])
             order = None
         else:  # stable sort by local destination (torch: 2M int32 keys in 0.05 s, numpy 0.34 s)
@@ -134,19 +153,12 @@ class _PartWriter:
             eids = np.arange(elo, ehi, dtype=np.int64)
         self._save(files["eids"], eids if order is None else eids[order])
         del order, eids
-        self._save(files["out_degree"], self.in_edges.out_degree[self.rl.node_new2old[lo:hi]])
-        for t, names in node_names.items():
-            ti = self.g.get_ntype_id(t)
-            start, end = self.rl.node_ranges[p, ti]
-            rows = self.rl.node_new2old[start:end] - int(self.g.ntype_offsets[ti])
-            for k in names:
-                self._save_rows(files["node_data"][t][k], self.g.nodes[t].data[k], rows)
         for c in self.g.canonical_etypes:
             key = etype_key(c)
             ci = self.g.get_etype_id(c)
-            start, end = self.rl.edge_ranges[p, ci]
-            rows = self.rl.edge_new2old[start:end] - int(self.g.etype_offsets[ci])
-            for k in edge_names.get(key, ()):
+            start, end = self.edges.ranges[p, ci]
+            rows = self.edges.new2old[start:end] - int(self.g.etype_offsets[ci])
+            for k in self.edge_names.get(key, ()):
                 self._save_rows(files["edge_data"][key][k], self.g.edges[c].data[k], rows)
         return {
             "part_id": p,
@@ -182,23 +194,17 @@ class _PartWriter:
                 torch.index_select(data, 0, index[i:i + step], out=chunk)
                 fp.write(chunk.numpy().data)
 
-
-def _write_mappings(g: Graph, rl: Relabeling, writer: _PartWriter) -> tuple[dict, dict, dict]:
-    """Save new -> original id maps per type under mapping/; returns the config entry and the maps."""
-    mapping = {"node": {}, "edge": {}, "node_names": None}
-    orig_nids, orig_eids = {}, {}
-    for ti, t in enumerate(g.ntypes):
-        orig_nids[t] = _per_type_orig(rl.node_new2old, rl.node_ranges[:, ti], int(g.ntype_offsets[ti]))
-        mapping["node"][t] = f"mapping/node.{t}.npy"
-        writer._save(mapping["node"][t], orig_nids[t])
-    for ci, c in enumerate(g.canonical_etypes):
-        orig_eids[c] = _per_type_orig(rl.edge_new2old, rl.edge_ranges[:, ci], int(g.etype_offsets[ci]))
-        mapping["edge"][etype_key(c)] = f"mapping/edge.{etype_key(c)}.npy"
-        writer._save(mapping["edge"][etype_key(c)], orig_eids[c])
-    if g.node_names is not None:
-        mapping["node_names"] = "mapping/node_names.npy"
-        writer._save(mapping["node_names"], np.asarray(g.node_names))
-    return mapping, orig_nids, orig_eids
+    def write_mapping(self, kind: str, names: list, new2old: np.ndarray, ranges: np.ndarray,
+                      type_offsets: torch.Tensor) -> tuple[dict, dict]:
+        """Save the new -> original id map of every node or edge type under mapping/; returns
+        (file per type name, map per type)."""
+        files, maps = {}, {}
+        for i, name in enumerate(names):
+            maps[name] = _per_type_orig(new2old, ranges[:, i], int(type_offsets[i]))
+            key = etype_key(name) if kind == "edge" else name
+            files[key] = f"mapping/{kind}.{key}.npy"
+            self._save(files[key], maps[name])
+        return files, maps
 
 
 def _per_type_orig(new2old: np.ndarray, ranges: np.ndarray, type_offset: int) -> np.ndarray:
@@ -264,21 +270,29 @@ def partition_graph(
                          alongside=lambda: built.append(InEdges.build(g.src.numpy(), g.dst.numpy(), g.num_nodes())))
     t_assign = time.perf_counter() - t0
     bar.update()
-    bar.set_postfix_str("relabel")
-    rl = relabel(g, parts, num_parts, built[0])
-    bar.update()
-
-    writer = _PartWriter(g, rl, built.pop(), out, halo_hops)
-    bar.set_postfix_str("write parts")
+    bar.set_postfix_str("relabel and write")
+    nodes = relabel_nodes(g, parts, num_parts)
+    writer = _PartWriter(g, nodes, built.pop(), out, halo_hops, node_names, edge_names)
     # Writing is gathers, sorts and file writes, which release the GIL: two threads use both cores.
-    # The id mappings depend on the relabelling only: the first thread free writes them.
+    # Node data needs the node numbering only: it is written while this thread numbers the edges.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = [pool.submit(writer.write, p, node_names, edge_names) for p in range(num_parts)]
-        for f in futures:
+        node_jobs = [pool.submit(writer.write_nodes, p) for p in range(num_parts)]
+        node_map = pool.submit(writer.write_mapping, "node", g.ntypes, nodes.new2old, nodes.ranges, g.ntype_offsets)
+        writer.edges = edges = relabel_edges(g, parts, nodes, writer.in_edges)
+        bar.update()
+        edge_jobs = [pool.submit(writer.write_edges, p) for p in range(num_parts)]
+        for f in edge_jobs:
             f.add_done_callback(lambda _: bar.update())
-        mappings = pool.submit(_write_mappings, g, rl, writer)
-        partitions, cuts = zip(*(f.result() for f in futures))
-        mapping, orig_nids, orig_eids = mappings.result()
+        edge_map = pool.submit(writer.write_mapping, "edge", g.canonical_etypes, edges.new2old, edges.ranges,
+                               g.etype_offsets)
+        if g.node_names is not None:
+            writer._save("mapping/node_names.npy", np.asarray(g.node_names))
+        for f in node_jobs:
+            f.result()
+        partitions, cuts = zip(*(f.result() for f in edge_jobs))
+        (node_files, orig_nids), (edge_files, orig_eids) = node_map.result(), edge_map.result()
+    mapping = {"node": node_files, "edge": edge_files,
+               "node_names": "mapping/node_names.npy" if g.node_names is not None else None}
     bar.update()
     bar.close()
 
@@ -302,8 +316,8 @@ def partition_graph(
         "halo_hops": halo_hops,
         "ntypes": g.ntypes,
         "etypes": [list(c) for c in g.canonical_etypes],
-        "node_map": {t: rl.node_ranges[:, i].tolist() for i, t in enumerate(g.ntypes)},
-        "edge_map": {etype_key(c): rl.edge_ranges[:, i].tolist() for i, c in enumerate(g.canonical_etypes)},
+        "node_map": {t: nodes.ranges[:, i].tolist() for i, t in enumerate(g.ntypes)},
+        "edge_map": {etype_key(c): edges.ranges[:, i].tolist() for i, c in enumerate(g.canonical_etypes)},
         "node_data": node_meta,
         "edge_data": edge_meta,
         "mapping": mapping,
