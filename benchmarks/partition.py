@@ -73,21 +73,28 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps(out))
 
 
-def measure(kind: str, graph: Path, parts: int, out: Path, repeat: int) -> dict:
-    """Best of `repeat` fresh child processes (the machine is shared: the minimum is the least disturbed).
+def measure(kinds: list[str], graph: Path, parts: int, out: Path, repeat: int) -> list[dict]:
+    """Best of `repeat` fresh child processes per kind (the machine is shared: the minimum is
+    the least disturbed). The kinds take turns, run after run, so a slow spell of the machine
+    hits them alike instead of only the ones that happened to run then.
 
     Every run writes to an empty folder, as a first partitioning does: the previous run's files
     are deleted before the next starts, so no run pays for truncating them."""
-    cmd = [sys.executable, __file__, "--child", kind, "--input", str(graph), "--num_parts", str(parts), "--out", str(out)]
-    runs = []
+    runs: list[list[dict]] = [[] for _ in kinds]
     for _ in range(repeat):
-        shutil.rmtree(out, ignore_errors=True)
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode:
-            raise SystemExit(f"{kind} failed:\n{proc.stderr}")
-        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    best = min(runs, key=lambda r: r["seconds"])
-    best["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
+        for i, kind in enumerate(kinds):
+            shutil.rmtree(out, ignore_errors=True)
+            cmd = [sys.executable, __file__, "--child", kind, "--input", str(graph), "--num_parts", str(parts),
+                   "--out", str(out)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode:
+                raise SystemExit(f"{kind} failed:\n{proc.stderr}")
+            runs[i].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    best = []
+    for kind_runs in runs:
+        b = min(kind_runs, key=lambda r: r["seconds"])
+        b["peak_rss_mb"] = max(r["peak_rss_mb"] for r in kind_runs)
+        best.append(b)
     return best
 
 
@@ -138,9 +145,8 @@ def main() -> None:
         results = {}
         for k in args.parts:
             for balance in ("plain", "balanced"):
-                bare = measure(f"bare:{balance}", graph, k, Path(tmp) / "x", args.repeat)
-                bare64 = measure(f"bare64:{balance}", graph, k, Path(tmp) / "x", args.repeat)
-                ours = measure(f"metis:{balance}", graph, k, Path(tmp) / f"m{k}", args.repeat)
+                bare, bare64, ours = measure([f"bare:{balance}", f"bare64:{balance}", f"metis:{balance}"], graph, k,
+                                             Path(tmp) / f"m{k}", args.repeat)
                 results.update({f"bare METIS {balance} k={k}": bare, f"bare METIS 64-bit {balance} k={k}": bare64,
                                 f"ours METIS {balance} k={k}": ours})
                 tag = f"parts{k}_{balance}"
@@ -160,7 +166,7 @@ def main() -> None:
                 print(f"{tag}_halo_fraction: {ours['halo_fraction']:.4f}")
                 print(f"{tag}_imbalance_nodes_edges_train: {ours['node_imbalance']:.3f} "
                       f"{ours['edge_imbalance']:.3f} {ours['train_imbalance']:.3f}")
-            rand = measure("random:plain", graph, k, Path(tmp) / f"r{k}", args.repeat)
+            rand, = measure(["random:plain"], graph, k, Path(tmp) / f"r{k}", args.repeat)
             results[f"ours random k={k}"] = rand
             print(f"parts{k}_random_step_seconds: {rand['seconds']:.2f}")
             print(f"parts{k}_random_edge_cut: {rand['edge_cut']:.4f}")

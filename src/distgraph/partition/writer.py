@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,9 +150,11 @@ class _PartWriter:
         del outer, halo_at
         self._save(files["indices"], indices if order is None else indices[order])
         del src, indices
-        if eids is None:
-            eids = np.arange(elo, ehi, dtype=np.int64)
-        self._save(files["eids"], eids if order is None else eids[order])
+        if eids is None and order is None:
+            self._save_range(files["eids"], elo, ehi)
+        else:
+            eids = np.arange(elo, ehi, dtype=np.int64) if eids is None else eids
+            self._save(files["eids"], eids if order is None else eids[order])
         del order, eids
         for c in self.g.canonical_etypes:
             key = etype_key(c)
@@ -178,6 +181,19 @@ class _PartWriter:
     def _save(self, rel: str, a: np.ndarray) -> None:
         np.save(self._path(rel), np.ascontiguousarray(a))
 
+    def _save_pieces(self, rel: str, dtype: np.dtype, shape: tuple, pieces: Iterable[np.ndarray]) -> None:
+        """Write an .npy of this dtype and shape from consecutive pieces of its rows."""
+        with open(self._path(rel), "wb") as fp:
+            np.lib.format.write_array_header_1_0(fp, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                      "fortran_order": False, "shape": shape})
+            for piece in pieces:
+                fp.write(piece.data)
+
+    def _save_range(self, rel: str, start: int, stop: int, step: int = 1 << 17) -> None:
+        """Save arange(start, stop) as int64, 1 MB at a time (the array itself is never built)."""
+        self._save_pieces(rel, np.dtype(np.int64), (stop - start,),
+                          (np.arange(i, min(i + step, stop), dtype=np.int64) for i in range(start, stop, step)))
+
     def _save_rows(self, rel: str, data: torch.Tensor, rows: np.ndarray, chunk_bytes: int = 8 << 20) -> None:
         """Gather one partition's rows of a data array and write them as .npy through one
         reused buffer of about 8 MB, so a partition's rows are never all in memory at once
@@ -186,13 +202,14 @@ class _PartWriter:
         step = max(1, chunk_bytes // max(1, a[:1].nbytes))
         index = torch.from_numpy(rows)
         buffer = torch.empty((min(step, rows.size), *data.shape[1:]), dtype=data.dtype)
-        with open(self._path(rel), "wb") as fp:
-            np.lib.format.write_array_header_1_0(fp, {"descr": np.lib.format.dtype_to_descr(a.dtype),
-                                                      "fortran_order": False, "shape": (rows.size, *a.shape[1:])})
+
+        def pieces():
             for i in range(0, rows.size, step):
                 chunk = buffer[: min(step, rows.size - i)]
                 torch.index_select(data, 0, index[i:i + step], out=chunk)
-                fp.write(chunk.numpy().data)
+                yield chunk.numpy()
+
+        self._save_pieces(rel, a.dtype, (rows.size, *a.shape[1:]), pieces())
 
     def write_mapping(self, kind: str, names: list, new2old: np.ndarray, ranges: np.ndarray,
                       type_offsets: torch.Tensor) -> tuple[dict, dict]:
@@ -283,14 +300,15 @@ def partition_graph(
         edge_jobs = [pool.submit(writer.write_edges, p) for p in range(num_parts)]
         for f in edge_jobs:
             f.add_done_callback(lambda _: bar.update())
-        edge_map = pool.submit(writer.write_mapping, "edge", g.canonical_etypes, edges.new2old, edges.ranges,
-                               g.etype_offsets)
+        # this thread writes the edge map beside them: queued, it would run alone at the end
+        edge_files, orig_eids = writer.write_mapping("edge", g.canonical_etypes, edges.new2old, edges.ranges,
+                                                     g.etype_offsets)
         if g.node_names is not None:
             writer._save("mapping/node_names.npy", np.asarray(g.node_names))
         for f in node_jobs:
             f.result()
         partitions, cuts = zip(*(f.result() for f in edge_jobs))
-        (node_files, orig_nids), (edge_files, orig_eids) = node_map.result(), edge_map.result()
+        node_files, orig_nids = node_map.result()
     mapping = {"node": node_files, "edge": edge_files,
                "node_names": "mapping/node_names.npy" if g.node_names is not None else None}
     bar.update()
