@@ -17,6 +17,11 @@ from ..arrays import concat_ranges, offsets
 _STEP = 1 << 17  # entries per piece: no temporary as big as the edges (see `build`)
 
 
+def _bincount(a: np.ndarray, n: int) -> np.ndarray:
+    """Counts of 0..n-1 in `a`: torch's, as numpy's copies an unaligned (memory-mapped) input."""
+    return torch.bincount(torch.from_numpy(a), minlength=n).numpy()
+
+
 @dataclass
 class InEdges:
     indptr: np.ndarray  # (num_nodes + 1,) int64: where each destination's in-edges start
@@ -31,7 +36,7 @@ class InEdges:
         the grouped edge ids and their sources, with no random reads of `src`.
 
         Work goes in pieces, with no temporary as big as the edges: this thread's malloc
-        arena would keep it through METIS's peak (numpy's bincount copies its input, torch's does not)."""
+        arena would keep it through METIS's peak."""
         m = dst.size
         node_bits, edge_bits = max(1, int(num_nodes - 1).bit_length()), max(1, int(m - 1).bit_length())
         idx = np.int32 if num_nodes <= np.iinfo(np.int32).max else np.int64
@@ -42,6 +47,7 @@ class InEdges:
                 piece |= np.arange(i, i + piece.size, dtype=np.int64) << node_bits
                 piece |= src[i:i + _STEP]
             key.sort()
+            indptr = np.searchsorted(key, np.arange(num_nodes + 1, dtype=np.int64) << (edge_bits + node_bits))
             srcs = np.empty(m, dtype=idx)
             for i in range(0, m, _STEP):
                 srcs[i:i + _STEP] = key[i:i + _STEP] & ((1 << node_bits) - 1)
@@ -49,11 +55,11 @@ class InEdges:
             eids &= (1 << edge_bits) - 1
         else:  # too many ids to pack: a stable argsort, then the sources read by edge id
             eids = np.argsort(dst, kind="stable")
+            indptr = offsets(_bincount(dst, num_nodes))
             srcs = np.empty(m, dtype=idx)
             for i in range(0, m, _STEP):
                 srcs[i:i + _STEP] = src[eids[i:i + _STEP]]
-        degree = [torch.bincount(torch.from_numpy(a), minlength=num_nodes).numpy() for a in (dst, src)]
-        return cls(offsets(degree[0]), eids, srcs, degree[1])
+        return cls(indptr, eids, srcs, _bincount(src, num_nodes))
 
     def in_degree(self, nodes: np.ndarray) -> np.ndarray:
         return self.indptr[nodes + 1] - self.indptr[nodes]

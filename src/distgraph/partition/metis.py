@@ -22,9 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from ..arrays import offsets
 from ..errors import PartitionError
 
 _METIS_OK = 1
@@ -109,20 +107,20 @@ def choose_library(num_nodes: int, num_entries: int, weight_totals: np.ndarray |
 
 
 def _sorted_keys(u: np.ndarray, v: np.ndarray, out: np.ndarray, num_nodes: int) -> np.ndarray:
-    """out = sorted(u << 32 | v), one direction of every edge; returns the count per u."""
+    """out = sorted(u << 32 | v), one direction of every edge; returns where each u starts in it."""
     np.left_shift(u, 32, out=out)
     out |= v
     out.sort()
-    return torch.bincount(torch.from_numpy(u), minlength=num_nodes).numpy()
+    return np.searchsorted(out, np.arange(num_nodes + 1, dtype=np.int64) << 32)
 
 
 def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """Undirected simple-graph CSR (xadj, adjncy) that METIS needs: both directions, no self-loops, no duplicates.
 
     Works on one int64 key per directed entry (u << 32 | v): each direction is built and
-    sorted on its own thread, with its count per row, then a stable sort (timsort for int64)
-    merges the two sorted runs in one pass. The peak is about two key arrays; row offsets come
-    from the counts less the duplicates, and the neighbour ids are the keys' low 32 bits. The
+    sorted on its own thread, with where each row starts in it, then a stable sort (timsort for
+    int64) merges the two sorted runs in one pass. The peak is about two key arrays; row offsets
+    are the two directions' starts less the duplicates, and the neighbour ids are the keys' low 32 bits. The
     result is int32 when the 32-bit METIS can take it (half the memory), else int64.
     """
     if num_nodes > 2**32:
@@ -133,12 +131,12 @@ def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tup
     m = src.size
     key = np.empty(2 * m, dtype=np.int64)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        counts = list(pool.map(_sorted_keys, (src, dst), (dst, src), (key[:m], key[m:]), (num_nodes, num_nodes)))
+        starts = list(pool.map(_sorted_keys, (src, dst), (dst, src), (key[:m], key[m:]), (num_nodes, num_nodes)))
     key.sort(kind="stable")
     keep = np.empty(key.size, dtype=bool)
     keep[:1] = True
     np.not_equal(key[1:], key[:-1], out=keep[1:])
-    row_start = offsets(counts[0] + counts[1])
+    row_start = starts[0] + starts[1]
     duplicates = np.flatnonzero(~keep)
     idx = np.int32 if fits_int32(num_nodes, key.size - duplicates.size) else np.int64
     xadj = (row_start - np.searchsorted(duplicates, row_start)).astype(idx)
