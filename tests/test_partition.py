@@ -89,6 +89,23 @@ def test_two_hop_halo_adds_the_in_edges_of_the_first_halo(tmp_path):
         assert part.eids.numel() > part.num_inner_edges
 
 
+def test_edge_ids_file_only_when_they_are_not_the_partition_range(tmp_path, sbm):
+    """One edge type and a one-hop halo: a partition's in-edges are exactly its edge range, in
+    CSC order, so no eids file is written and the loader gives back that range."""
+    partition_graph(sbm, "g", 2, tmp_path / "a")
+    cfg = json.loads((tmp_path / "a" / "g.json").read_text())
+    for p in range(2):
+        assert cfg["partitions"][p]["eids"] is None and not (tmp_path / "a" / f"part{p}" / "eids.npy").exists()
+        part = load_partition(tmp_path / "a" / "g.json", p)
+        lo, hi = part.book.edge_range(p, None)
+        assert torch.equal(part.eids, torch.arange(lo, hi))
+        dst_local = torch.repeat_interleave(torch.arange(part.num_local_nodes), part.indptr.diff())
+        assert bool((dst_local[1:] >= dst_local[:-1]).all())  # new edge ids follow the CSC
+    partition_graph(sbm, "g", 2, tmp_path / "b", halo_hops=2)
+    cfg = json.loads((tmp_path / "b" / "g.json").read_text())
+    assert all((tmp_path / "b" / cfg["partitions"][p]["eids"]).exists() for p in range(2))
+
+
 def _new_eids(orig_e, mask):
     """New edge ids of the original edges selected by `mask`."""
     new_of = torch.empty_like(orig_e)

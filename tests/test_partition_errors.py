@@ -72,6 +72,15 @@ def test_json_counts_disagreeing_with_the_ranges(parts):
         load_partition(parts / "g.json", 0)
 
 
+def test_edge_ids_left_out_where_the_range_does_not_fit(tmp_path, sbm):
+    partition_graph(sbm, "g", 2, tmp_path, halo_hops=2)  # partitions also store their halo's in-edges
+    cfg = json.loads((tmp_path / "g.json").read_text())
+    cfg["partitions"][0]["eids"] = None
+    (tmp_path / "g.json").write_text(json.dumps(cfg))
+    with pytest.raises(PartitionError, match="partition 0 stores .* edges but lists no eids file"):
+        load_partition(tmp_path / "g.json", 0)
+
+
 def test_not_json_or_wrong_version(parts):
     (parts / "bad.json").write_text("{not json")
     with pytest.raises(PartitionError, match="is not valid JSON"):

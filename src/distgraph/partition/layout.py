@@ -41,7 +41,7 @@ def part_files(p: int, node_data: dict, edge_data: dict) -> dict[str, Any]:
         "global_nid": f"{d}/global_nid.npy",  # local id -> global (new homogeneous) id; owned first
         "indptr": f"{d}/indptr.npy",  # CSC over local destinations
         "indices": f"{d}/indices.npy",  # local source id per in-edge
-        "eids": f"{d}/eids.npy",  # global edge id per in-edge
+        "eids": f"{d}/eids.npy",  # global edge id per in-edge; null when they are the partition's edge range
         "out_degree": f"{d}/out_degree.npy",  # out-degree of each owned node (needs the whole graph)
         "node_data": {t: {k: f"{d}/node.{t}.{k}.npy" for k in names} for t, names in node_data.items()},
         "edge_data": {e: {k: f"{d}/edge.{e}.{k}.npy" for k in names} for e, names in edge_data.items()},

@@ -54,6 +54,18 @@ def _tensor(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(a)
 
 
+def _edge_ids(cfg: PartitionConfig, meta: dict, part_id: int, n_edges: int, elo: int, ehi: int,
+              mmap: bool) -> np.ndarray:
+    """Global id of each stored in-edge: its file, or, when the config lists none, the
+    partition's own edge range in order (what the writer leaves out)."""
+    if meta.get("eids") is not None:
+        return cfg.load_array(meta["eids"], rows=n_edges, dtype="int64", mmap=mmap)
+    if n_edges != ehi - elo:
+        raise PartitionError(f"{cfg.path}: partition {part_id} stores {n_edges} edges but lists no eids file, "
+                             f"which only fits its own {ehi - elo} edges; re-partition")
+    return np.arange(elo, ehi, dtype=np.int64)
+
+
 def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> Partition:
     """Load partition `part_id` of the partitioning described by `part_config` (the JSON)."""
     cfg = PartitionConfig.load(part_config)
@@ -74,7 +86,7 @@ def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> 
         "global_nid": load(meta["global_nid"], rows=n_local, dtype="int64", mmap=mmap),
         "indptr": load(meta["indptr"], rows=n_local + 1, dtype="int64", mmap=mmap),
         "indices": load(meta["indices"], rows=n_edges, dtype="int64", mmap=mmap),
-        "eids": load(meta["eids"], rows=n_edges, dtype="int64", mmap=mmap),
+        "eids": _edge_ids(cfg, meta, part_id, n_edges, elo, ehi, mmap),
         "out_degree": load(meta["out_degree"], rows=n_inner, dtype="int64", mmap=mmap),
     }
     if int(arrays["indptr"][-1]) != n_edges:

@@ -6,7 +6,6 @@ import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,8 +149,8 @@ class _PartWriter:
         del outer, halo_at
         self._save(files["indices"], indices if order is None else indices[order])
         del src, indices
-        if eids is None and order is None:
-            self._save_range(files["eids"], elo, ehi)
+        if eids is None and order is None:  # exactly the edge range elo..ehi-1, in order: no file
+            files["eids"] = None
         else:
             eids = np.arange(elo, ehi, dtype=np.int64) if eids is None else eids
             self._save(files["eids"], eids if order is None else eids[order])
@@ -181,19 +180,6 @@ class _PartWriter:
     def _save(self, rel: str, a: np.ndarray) -> None:
         np.save(self._path(rel), np.ascontiguousarray(a))
 
-    def _save_pieces(self, rel: str, dtype: np.dtype, shape: tuple, pieces: Iterable[np.ndarray]) -> None:
-        """Write an .npy of this dtype and shape from consecutive pieces of its rows."""
-        with open(self._path(rel), "wb") as fp:
-            np.lib.format.write_array_header_1_0(fp, {"descr": np.lib.format.dtype_to_descr(dtype),
-                                                      "fortran_order": False, "shape": shape})
-            for piece in pieces:
-                fp.write(piece.data)
-
-    def _save_range(self, rel: str, start: int, stop: int, step: int = 1 << 17) -> None:
-        """Save arange(start, stop) as int64, 1 MB at a time (the array itself is never built)."""
-        self._save_pieces(rel, np.dtype(np.int64), (stop - start,),
-                          (np.arange(i, min(i + step, stop), dtype=np.int64) for i in range(start, stop, step)))
-
     def _save_rows(self, rel: str, data: torch.Tensor, rows: np.ndarray, chunk_bytes: int = 8 << 20) -> None:
         """Gather one partition's rows of a data array and write them as .npy through one
         reused buffer of about 8 MB, so a partition's rows are never all in memory at once
@@ -203,13 +189,13 @@ class _PartWriter:
         index = torch.from_numpy(rows)
         buffer = torch.empty((min(step, rows.size), *data.shape[1:]), dtype=data.dtype)
 
-        def pieces():
+        with open(self._path(rel), "wb") as fp:
+            np.lib.format.write_array_header_1_0(fp, {"descr": np.lib.format.dtype_to_descr(a.dtype),
+                                                      "fortran_order": False, "shape": (rows.size, *a.shape[1:])})
             for i in range(0, rows.size, step):
                 chunk = buffer[: min(step, rows.size - i)]
                 torch.index_select(data, 0, index[i:i + step], out=chunk)
-                yield chunk.numpy()
-
-        self._save_pieces(rel, a.dtype, (rows.size, *a.shape[1:]), pieces())
+                fp.write(chunk.numpy().data)
 
     def write_mapping(self, kind: str, names: list, new2old: np.ndarray, ranges: np.ndarray,
                       type_offsets: torch.Tensor) -> tuple[dict, dict]:
