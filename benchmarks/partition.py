@@ -76,13 +76,16 @@ def child(args: argparse.Namespace) -> None:
 def measure(kinds: list[str], graph: Path, parts: int, out: Path, repeat: int) -> list[dict]:
     """Best of `repeat` fresh child processes per kind (the machine is shared: the minimum is
     the least disturbed). The kinds take turns, run after run, so a slow spell of the machine
-    hits them alike instead of only the ones that happened to run then.
+    hits them alike instead of only the ones that happened to run then, and the order rotates
+    each round, so no kind always follows the same one (a run after the 1.1 GB 64-bit call
+    starts on colder memory).
 
     Every run writes to an empty folder, as a first partitioning does: the previous run's files
     are deleted before the next starts, so no run pays for truncating them."""
     runs: list[list[dict]] = [[] for _ in kinds]
-    for _ in range(repeat):
-        for i, kind in enumerate(kinds):
+    for r in range(repeat):
+        for i in ((j + r) % len(kinds) for j in range(len(kinds))):
+            kind = kinds[i]
             shutil.rmtree(out, ignore_errors=True)
             cmd = [sys.executable, __file__, "--child", kind, "--input", str(graph), "--num_parts", str(parts),
                    "--out", str(out)]
