@@ -187,7 +187,7 @@ class _PartWriter:
         a = data.numpy()
         step = max(1, chunk_bytes // max(1, a[:1].nbytes))
         index = torch.from_numpy(rows)
-        buffer = torch.empty((min(step, rows.size), *data.shape[1:]), dtype=data.dtype)
+        buffer = torch.from_numpy(np.empty((min(step, rows.size), *a.shape[1:]), dtype=a.dtype))  # numpy's: huge pages
 
         with open(self._path(rel), "wb") as fp:
             np.lib.format.write_array_header_1_0(fp, {"descr": np.lib.format.dtype_to_descr(a.dtype),
