@@ -106,6 +106,19 @@ def test_edge_ids_file_only_when_they_are_not_the_partition_range(tmp_path, sbm)
     assert all((tmp_path / "b" / cfg["partitions"][p]["eids"]).exists() for p in range(2))
 
 
+def test_in_edge_index_when_the_packed_keys_take_all_63_bits():
+    """2 * 21 node bits + 21 edge bits = 63: node 2**21's start would be 2**63 (it overflowed)."""
+    from distgraph.partition.in_edges import InEdges
+
+    n, m = 2**21, 2**20 + 5
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    index = InEdges.build(src, dst, n)
+    assert np.array_equal(index.indptr, np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))]))
+    order = np.argsort(dst, kind="stable")
+    assert np.array_equal(index.eids, order) and np.array_equal(index.srcs, src[order])
+
+
 def _new_eids(orig_e, mask):
     """New edge ids of the original edges selected by `mask`."""
     new_of = torch.empty_like(orig_e)

@@ -7,7 +7,7 @@ the sources are read in order here instead of at random by edge id.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -25,8 +25,8 @@ def _bincount(a: np.ndarray, n: int) -> np.ndarray:
 @dataclass
 class InEdges:
     indptr: np.ndarray  # (num_nodes + 1,) int64: where each destination's in-edges start
-    eids: np.ndarray  # int64 edge ids grouped by destination, ascending within a destination
-    srcs: np.ndarray  # the source of each of those edges (int32 when node ids fit)
+    eids: np.ndarray | None  # int64 edge ids grouped by destination, ascending within a destination
+    srcs: np.ndarray | None  # the source of each of those edges (int32 when node ids fit)
     out_degree: np.ndarray  # int64 per node
 
     @classmethod
@@ -47,7 +47,8 @@ class InEdges:
                 piece |= np.arange(i, i + piece.size, dtype=np.int64) << node_bits
                 piece |= src[i:i + _STEP]
             key.sort()
-            indptr = np.searchsorted(key, np.arange(num_nodes + 1, dtype=np.int64) << (edge_bits + node_bits))
+            # node n's start would be n << shift, which can be 2**63: the end is m instead
+            indptr = np.append(np.searchsorted(key, np.arange(num_nodes, dtype=np.int64) << (edge_bits + node_bits)), m)
             srcs = np.empty(m, dtype=idx)
             for i in range(0, m, _STEP):
                 srcs[i:i + _STEP] = key[i:i + _STEP] & ((1 << node_bits) - 1)
@@ -60,6 +61,10 @@ class InEdges:
             for i in range(0, m, _STEP):
                 srcs[i:i + _STEP] = src[eids[i:i + _STEP]]
         return cls(indptr, eids, srcs, _bincount(src, num_nodes))
+
+    def degrees_only(self) -> "InEdges":
+        """This index without its per-edge arrays (12 bytes an edge), for when only degrees are read."""
+        return replace(self, eids=None, srcs=None)
 
     def in_degree(self, nodes: np.ndarray) -> np.ndarray:
         return self.indptr[nodes + 1] - self.indptr[nodes]

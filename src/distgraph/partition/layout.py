@@ -16,7 +16,8 @@ import numpy as np
 
 from ..errors import PartitionError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a partition's "eids" may be null (its in-edges are exactly its edge range)
+READABLE_VERSIONS = (1, 2)
 _NAME = re.compile(r"[A-Za-z0-9_\-]+")
 
 
@@ -74,8 +75,9 @@ class PartitionConfig:
         if not isinstance(raw, dict):
             raise PartitionError(f"partition config {path} must hold a JSON object")
         version = _get(raw, "format_version", path)
-        if version != FORMAT_VERSION:
-            raise PartitionError(f"{path} has format_version {version}; this distgraph reads {FORMAT_VERSION}. "
+        if version not in READABLE_VERSIONS:
+            raise PartitionError(f"{path} has format_version {version}; this distgraph reads "
+                                 f"{' and '.join(map(str, READABLE_VERSIONS))}. "
                                  f"Re-partition with this version")
         cfg = cls(path, raw)
         cfg._check()

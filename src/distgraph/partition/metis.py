@@ -111,7 +111,7 @@ def _sorted_keys(u: np.ndarray, v: np.ndarray, out: np.ndarray, num_nodes: int) 
     np.left_shift(u, 32, out=out)
     out |= v
     out.sort()
-    return np.searchsorted(out, np.arange(num_nodes + 1, dtype=np.int64) << 32)
+    return np.append(np.searchsorted(out, np.arange(num_nodes, dtype=np.int64) << 32), out.size)
 
 
 def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -123,8 +123,9 @@ def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tup
     are the two directions' starts less the duplicates, and the neighbour ids are the keys' low 32 bits. The
     result is int32 when the 32-bit METIS can take it (half the memory), else int64.
     """
-    if num_nodes > 2**32:
-        raise PartitionError(f"METIS partitioning takes at most 2**32 nodes, the graph has {num_nodes}")
+    if num_nodes > 2**31:  # ids below 2**31: u << 32 stays a positive int64
+        raise PartitionError(f"METIS partitioning takes at most 2**31 nodes, the graph has {num_nodes}; "
+                             f"use --part_method random")
     loops = src == dst
     if loops.any():
         src, dst = src[~loops], dst[~loops]

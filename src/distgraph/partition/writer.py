@@ -282,6 +282,8 @@ def partition_graph(
         node_jobs = [pool.submit(writer.write_nodes, p) for p in range(num_parts)]
         node_map = pool.submit(writer.write_mapping, "node", g.ntypes, nodes.new2old, nodes.ranges, g.ntype_offsets)
         writer.edges = edges = relabel_edges(g, parts, nodes, writer.in_edges)
+        if halo_hops == 1:  # from here on only the degrees are read
+            writer.in_edges = writer.in_edges.degrees_only()
         bar.update()
         edge_jobs = [pool.submit(writer.write_edges, p) for p in range(num_parts)]
         for f in edge_jobs:
