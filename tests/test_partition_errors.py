@@ -88,8 +88,18 @@ def test_not_json_or_wrong_version(parts):
     cfg = json.loads((parts / "g.json").read_text())
     cfg["format_version"] = 99
     (parts / "v.json").write_text(json.dumps(cfg))
-    with pytest.raises(PartitionError, match="format_version 99"):
+    with pytest.raises(PartitionError, match="format_version 99; this distgraph reads 1 and 2"):
         load_partition_book(parts / "v.json")
+
+
+def test_version_1_partitions_still_load(tmp_path, sbm):
+    """Version 1 always listed an eids file; a config saying so loads as before."""
+    partition_graph(sbm, "g", 2, tmp_path, halo_hops=2)  # eids files are written
+    cfg = json.loads((tmp_path / "g.json").read_text())
+    cfg["format_version"] = 1
+    (tmp_path / "g.json").write_text(json.dumps(cfg))
+    part = load_partition(tmp_path / "g.json", 1)
+    assert torch.equal(part.eids, torch.from_numpy(np.load(tmp_path / cfg["partitions"][1]["eids"])))
 
 
 def test_bad_balance_categories(tmp_path, sbm):
