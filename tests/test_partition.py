@@ -113,7 +113,7 @@ def test_in_edge_index_when_the_packed_keys_take_all_63_bits():
     n, m = 2**21, 2**20 + 5
     rng = np.random.default_rng(0)
     src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
-    index = InEdges.build(src, dst, n)
+    index = InEdges.build(Graph(src, dst, num_nodes=n))
     assert np.array_equal(index.indptr, np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))]))
     order = np.argsort(dst, kind="stable")
     assert np.array_equal(index.eids, order) and np.array_equal(index.srcs, src[order])
@@ -350,17 +350,15 @@ assert (np.load({str(tmp_path / "part0" / "node._N.feat.npy")!r})[0] != 42.0).al
 
 def test_halo_lookup_memory_follows_the_halo_not_the_graph(tmp_path):
     from distgraph.partition.in_edges import InEdges
-    from distgraph.partition.relabel import relabel_edges, relabel_nodes
+    from distgraph.partition.relabel import relabel_nodes
     from distgraph.partition.writer import _PartWriter
 
     n = 400_000  # mostly isolated nodes: a partition's work is tiny, but a table over all ids is 3.2 MB
     rng = np.random.default_rng(0)
     g = Graph(rng.integers(0, n, 2000), rng.integers(0, n, 2000), num_nodes=n)
     parts = (np.arange(n) * 64 // n).astype(np.int64)
-    index = InEdges.build(g.src.numpy(), g.dst.numpy(), n)
-    nodes = relabel_nodes(g, parts, 64)
-    writer = _PartWriter(g, nodes, index, tmp_path, 1, {}, {})
-    writer.edges = relabel_edges(g, parts, nodes, index)
+    writer = _PartWriter(g, relabel_nodes(g, parts, 64), InEdges.build(g), tmp_path, 1, {}, {})
+    writer.number_edges(parts)
     tracemalloc.start()
     writer.write_edges(5)
     peak = tracemalloc.get_traced_memory()[1]

@@ -96,12 +96,11 @@ def assign_parts(
     if num_parts > n:
         raise PartitionError(f"cannot split {n} nodes into {num_parts} parts; use at most {n} parts")
     if num_parts == 1 or part_method == "random":
+        parts = np.zeros(n, dtype=np.int64) if num_parts == 1 else \
+            (np.random.default_rng(seed).permutation(n) % num_parts).astype(np.int64)
         if alongside is not None:
             alongside()
-        if num_parts == 1:
-            return np.zeros(n, dtype=np.int64)
-        rng = np.random.default_rng(seed)
-        return (rng.permutation(n) % num_parts).astype(np.int64)
+        return parts
     xadj, adjncy = symmetric_adjacency(g.src.numpy(), g.dst.numpy(), n)
     weights = balance_weights(g, balance_ntypes, balance_edges)
     with ThreadPoolExecutor(max_workers=1) as side:

@@ -10,16 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-import torch
 
-from ..arrays import concat_ranges, offsets
+from ..arrays import concat_ranges, key_starts, offsets
+from ..graph import Graph
 
 _STEP = 1 << 17  # entries per piece: no temporary as big as the edges (see `build`)
-
-
-def _bincount(a: np.ndarray, n: int) -> np.ndarray:
-    """Counts of 0..n-1 in `a`: torch's, as numpy's copies an unaligned (memory-mapped) input."""
-    return torch.bincount(torch.from_numpy(a), minlength=n).numpy()
 
 
 @dataclass
@@ -30,13 +25,14 @@ class InEdges:
     out_degree: np.ndarray  # int64 per node
 
     @classmethod
-    def build(cls, src: np.ndarray, dst: np.ndarray, num_nodes: int) -> "InEdges":
+    def build(cls, g: Graph) -> "InEdges":
         """One single-threaded sort (it runs beside METIS and should take one core, not two) of
         keys dst | edge id | src, packed in 63 bits when they fit: the sorted keys then hold
         the grouped edge ids and their sources, with no random reads of `src`.
 
         Work goes in pieces, with no temporary as big as the edges: this thread's malloc
         arena would keep it through METIS's peak."""
+        src, dst, num_nodes = g.src.numpy(), g.dst.numpy(), g.num_nodes()
         m = dst.size
         node_bits, edge_bits = max(1, int(num_nodes - 1).bit_length()), max(1, int(m - 1).bit_length())
         idx = np.int32 if num_nodes <= np.iinfo(np.int32).max else np.int64
@@ -47,8 +43,7 @@ class InEdges:
                 piece |= np.arange(i, i + piece.size, dtype=np.int64) << node_bits
                 piece |= src[i:i + _STEP]
             key.sort()
-            # node n's start would be n << shift, which can be 2**63: the end is m instead
-            indptr = np.append(np.searchsorted(key, np.arange(num_nodes, dtype=np.int64) << (edge_bits + node_bits)), m)
+            indptr = key_starts(key, num_nodes, edge_bits + node_bits)
             srcs = np.empty(m, dtype=idx)
             for i in range(0, m, _STEP):
                 srcs[i:i + _STEP] = key[i:i + _STEP] & ((1 << node_bits) - 1)
@@ -56,11 +51,11 @@ class InEdges:
             eids &= (1 << edge_bits) - 1
         else:  # too many ids to pack: a stable argsort, then the sources read by edge id
             eids = np.argsort(dst, kind="stable")
-            indptr = offsets(_bincount(dst, num_nodes))
+            indptr = offsets(g.in_degrees().numpy())
             srcs = np.empty(m, dtype=idx)
             for i in range(0, m, _STEP):
                 srcs[i:i + _STEP] = src[eids[i:i + _STEP]]
-        return cls(indptr, eids, srcs, _bincount(src, num_nodes))
+        return cls(indptr, eids, srcs, g.out_degrees().numpy())
 
     def degrees_only(self) -> "InEdges":
         """This index without its per-edge arrays (12 bytes an edge), for when only degrees are read."""

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..arrays import key_starts
 from ..errors import PartitionError
 
 _METIS_OK = 1
@@ -111,7 +112,7 @@ def _sorted_keys(u: np.ndarray, v: np.ndarray, out: np.ndarray, num_nodes: int) 
     np.left_shift(u, 32, out=out)
     out |= v
     out.sort()
-    return np.append(np.searchsorted(out, np.arange(num_nodes, dtype=np.int64) << 32), out.size)
+    return key_starts(out, num_nodes, 32)
 
 
 def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:

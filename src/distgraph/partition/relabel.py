@@ -18,25 +18,31 @@ from ..graph import Graph
 from .in_edges import InEdges
 
 
-@dataclass
-class NodeOrder:
-    new2old: np.ndarray  # new homogeneous id -> original homogeneous id
-    old2new: np.ndarray
-    ranges: np.ndarray  # (num_parts, num_ntypes, 2) [start, end) in new homogeneous ids
+class _PartRanges:
+    ranges: np.ndarray  # (num_parts, num_types, 2) [start, end) in new homogeneous ids
 
     def part(self, p: int) -> tuple[int, int]:
+        """Partition p's ids, all types: [start, end)."""
         return int(self.ranges[p, 0, 0]), int(self.ranges[p, -1, 1])
 
 
 @dataclass
-class EdgeOrder:
+class NodeOrder(_PartRanges):
+    new2old: np.ndarray  # new homogeneous id -> original homogeneous id
+    old2new: np.ndarray
+    ranges: np.ndarray  # (num_parts, num_ntypes, 2)
+
+
+@dataclass
+class EdgeOrder(_PartRanges):
     new2old: np.ndarray  # new homogeneous edge id -> original edge id
     src: np.ndarray  # original source id of each new edge id
     ranges: np.ndarray  # (num_parts, num_etypes, 2)
-    by_dst: bool  # each partition's edges are ordered by new destination (one edge type)
 
-    def part(self, p: int) -> tuple[int, int]:
-        return int(self.ranges[p, 0, 0]), int(self.ranges[p, -1, 1])
+    @property
+    def by_dst(self) -> bool:
+        """Each partition's edges are ordered by new destination: true with one edge type."""
+        return self.ranges.shape[1] == 1
 
 
 def _grouped(key: np.ndarray, num_parts: int, num_types: int) -> tuple[np.ndarray, np.ndarray]:
@@ -70,4 +76,4 @@ def relabel_edges(g: Graph, parts: np.ndarray, nodes: NodeOrder, in_edges: InEdg
         key = np.repeat(parts[nodes.new2old], degree) * et + g.edge_type_ids().numpy()[order]
         within, ranges = _grouped(key, num_parts, et)
         order, src = order[within], src[within]
-    return EdgeOrder(order, src, ranges, et == 1)
+    return EdgeOrder(order, src, ranges)

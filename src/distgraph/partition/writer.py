@@ -59,9 +59,16 @@ class _PartWriter:
                  node_names: dict, edge_names: dict):
         self.g, self.nodes, self.in_edges, self.out, self.halo_hops = g, nodes, in_edges, out, halo_hops
         self.node_names, self.edge_names = node_names, edge_names
-        self.edges: EdgeOrder | None = None  # set by the caller once numbered
+        self.edges: EdgeOrder | None = None  # set by `number_edges`
         self._edge_old2new: np.ndarray | None = None
         self._lock = threading.Lock()
+
+    def number_edges(self, parts: np.ndarray) -> EdgeOrder:
+        """Number the edges (`relabel_edges`); with a one-hop halo, only the index's degrees are read after."""
+        self.edges = relabel_edges(self.g, parts, self.nodes, self.in_edges)
+        if self.halo_hops == 1:
+            self.in_edges = self.in_edges.degrees_only()
+        return self.edges
 
     def files(self, p: int) -> dict:
         return part_files(p, self.node_names, self.edge_names)
@@ -272,7 +279,7 @@ def partition_graph(
     bar.set_postfix_str(f"assign ({part_method})")
     built: list[InEdges] = []  # the in-edge index needs no assignment: it is built beside METIS
     parts = assign_parts(g, num_parts, part_method, balance_ntypes, balance_edges, seed,
-                         alongside=lambda: built.append(InEdges.build(g.src.numpy(), g.dst.numpy(), g.num_nodes())))
+                         alongside=lambda: built.append(InEdges.build(g)))
     t_assign = time.perf_counter() - t0
     bar.update()
     bar.set_postfix_str("relabel and write")
@@ -283,9 +290,7 @@ def partition_graph(
     with ThreadPoolExecutor(max_workers=2) as pool:
         node_jobs = [pool.submit(writer.write_nodes, p) for p in range(num_parts)]
         node_map = pool.submit(writer.write_mapping, "node", g.ntypes, nodes.new2old, nodes.ranges, g.ntype_offsets)
-        writer.edges = edges = relabel_edges(g, parts, nodes, writer.in_edges)
-        if halo_hops == 1:  # from here on only the degrees are read
-            writer.in_edges = writer.in_edges.degrees_only()
+        edges = writer.number_edges(parts)
         bar.update()
         edge_jobs = [pool.submit(writer.write_edges, p) for p in range(num_parts)]
         for f in edge_jobs:
