@@ -48,6 +48,18 @@ def test_symmetric_adjacency_is_int32_when_it_fits_and_int64_otherwise(monkeypat
     assert np.array_equal(xadj, want_xadj) and np.array_equal(adjncy, want_adj)
 
 
+@pytest.mark.parametrize("src,dst", [
+    ([], []),  # no edges
+    ([3, 3, 7], [3, 3, 7]),  # self-loops only: nothing left
+    ([1] * 60 + [2, 0], [2] * 60 + [1, 4]),  # one edge many times: the halves split inside its run
+])
+def test_symmetric_adjacency_edge_cases(src, dst):
+    src, dst = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+    want_xadj, want_adj = brute_force_adjacency(src, dst, 8)
+    xadj, adjncy = metis.symmetric_adjacency(src, dst, 8)
+    assert np.array_equal(xadj, want_xadj) and np.array_equal(adjncy, want_adj)
+
+
 def test_the_32_bit_build_is_chosen_when_everything_fits():
     lib32, lib64 = metis.library32(), metis.library64()
     assert lib32 is not None and lib32.idx is np.int32 and lib64.idx is np.int64
