@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..arrays import inverse_permutation, offsets, unique_sorted
+from ..arrays import inverse_permutation, offsets, unique_inverse, unique_sorted
 from ..errors import PartitionError
 from ..graph import DataDict, Graph
 from .assign import assign_parts, node_mask, positive_int
@@ -116,9 +116,8 @@ class _PartWriter:
         src = self.new_src(slice(elo, ehi))
         outer = to_offsets(src)  # owned in-edges from other partitions' nodes
         cut = outer.size
-        # sort-based, with the inverse: 2.5x faster than a search of every id in the halo afterwards
-        halo, halo_at = np.unique(src[outer], return_inverse=True)
-        halo += lo
+        # with the inverse: faster than a search of every id in the halo afterwards
+        halo, halo_at = unique_inverse(src[outer] + lo, self.g.num_nodes())
         if self.halo_hops > 1:
             known = halo
             frontier = halo
