@@ -42,13 +42,6 @@ def offsets(counts: np.ndarray) -> np.ndarray:
     return out
 
 
-def key_starts(sorted_keys: np.ndarray, num_rows: int, shift: int) -> np.ndarray:
-    """Where each row starts in int64 keys sorted by row = key >> shift, with the end appended
-    (row num_rows's start would be num_rows << shift, which can overflow int64)."""
-    starts = np.searchsorted(sorted_keys, np.arange(num_rows, dtype=np.int64) << shift)
-    return np.append(starts, sorted_keys.size)
-
-
 def concat_ranges(indptr: np.ndarray, rows: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
     """Positions indptr[r]..indptr[r+1]-1 of every r in `rows`, concatenated in that order
     (vectorised); `counts` may pass indptr[rows+1] - indptr[rows] when already known.

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..arrays import concat_ranges, key_starts, offsets
+from ..arrays import concat_ranges, offsets
 from ..graph import Graph
 
 _STEP = 1 << 17  # entries per piece: no temporary as big as the edges (see `build`)
@@ -43,7 +43,6 @@ class InEdges:
                 piece |= np.arange(i, i + piece.size, dtype=np.int64) << node_bits
                 piece |= src[i:i + _STEP]
             key.sort()
-            indptr = key_starts(key, num_nodes, edge_bits + node_bits)
             srcs = np.empty(m, dtype=idx)
             for i in range(0, m, _STEP):
                 srcs[i:i + _STEP] = key[i:i + _STEP] & ((1 << node_bits) - 1)
@@ -51,11 +50,10 @@ class InEdges:
             eids &= (1 << edge_bits) - 1
         else:  # too many ids to pack: a stable argsort, then the sources read by edge id
             eids = np.argsort(dst, kind="stable")
-            indptr = offsets(g.in_degrees().numpy())
             srcs = np.empty(m, dtype=idx)
             for i in range(0, m, _STEP):
                 srcs[i:i + _STEP] = src[eids[i:i + _STEP]]
-        return cls(indptr, eids, srcs, g.out_degrees().numpy())
+        return cls(offsets(g.in_degrees().numpy()), eids, srcs, g.out_degrees().numpy())
 
     def degrees_only(self) -> "InEdges":
         """This index without its per-edge arrays (12 bytes an edge), for when only degrees are read."""

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..arrays import key_starts
+from ..arrays import offsets
 from ..errors import PartitionError
 
 _METIS_OK = 1
@@ -107,10 +107,11 @@ def choose_library(num_nodes: int, num_entries: int, weight_totals: np.ndarray |
     return lib or library64()
 
 
-def _keys(u: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
-    """out = u << 32 | v: one direction of every edge."""
+def _keys(u: np.ndarray, v: np.ndarray, out: np.ndarray, num_nodes: int) -> np.ndarray:
+    """out = u << 32 | v, one direction of every edge; returns how many keys each row u has."""
     np.left_shift(u, 32, out=out)
     out |= v
+    return np.bincount(u, minlength=num_nodes)
 
 
 def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -134,14 +135,14 @@ def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tup
     key = np.empty(2 * m, dtype=np.int64)
     halves = (key[:m], key[m:])
     with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(_keys, (src, dst), (dst, src), halves))
+        row_size = sum(pool.map(_keys, (src, dst), (dst, src), halves, (num_nodes, num_nodes)))
         if m:
             key.partition(m)
         list(pool.map(np.ndarray.sort, halves))
     keep = np.empty(key.size, dtype=bool)
     keep[:1] = True
     np.not_equal(key[1:], key[:-1], out=keep[1:])
-    row_start = key_starts(key, num_nodes, 32)
+    row_start = offsets(row_size)  # counted while the keys were built: no search of the sorted keys
     duplicates = np.flatnonzero(~keep)
     idx = np.int32 if fits_int32(num_nodes, key.size - duplicates.size) else np.int64
     xadj = (row_start - np.searchsorted(duplicates, row_start)).astype(idx)
