@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..arrays import offsets
 from ..errors import PartitionError
 
 _METIS_OK = 1
@@ -107,11 +106,16 @@ def choose_library(num_nodes: int, num_entries: int, weight_totals: np.ndarray |
     return lib or library64()
 
 
-def _keys(u: np.ndarray, v: np.ndarray, out: np.ndarray, num_nodes: int) -> np.ndarray:
-    """out = u << 32 | v, one direction of every edge; returns how many keys each row u has."""
+def _keys(u: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
+    """out = u << 32 | v: one direction of every edge."""
     np.left_shift(u, 32, out=out)
     out |= v
-    return np.bincount(u, minlength=num_nodes)
+
+
+def _sort_rows(keys: np.ndarray, rows: range, base: int) -> np.ndarray:
+    """Sort a block of keys that holds the starts of `rows`; returns those starts, plus `base`."""
+    keys.sort()
+    return base + np.searchsorted(keys, np.arange(rows.start, rows.stop, dtype=np.int64) << 32)
 
 
 def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,9 +125,9 @@ def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tup
     A partition at its middle (SIMD selection, one pass) puts every key of the first half at or
     below every key of the second, so sorting the halves on two threads sorts the whole, with
     no merge after (a stable-sort merge took twice as long as the partition, with a buffer of
-    half the keys). Row offsets are the rows' starts less the duplicates, and the neighbour ids are the
-    keys' low 32 bits. The result is int32 when the 32-bit METIS can take it (half the memory),
-    else int64.
+    half the keys), and each thread finds the starts of its own rows. Row offsets are those
+    starts less the duplicates, and the neighbour ids are the keys' low 32 bits. The result is
+    int32 when the 32-bit METIS can take it (half the memory), else int64.
     """
     if num_nodes > 2**31:  # ids below 2**31: u << 32 stays a positive int64
         raise PartitionError(f"METIS partitioning takes at most 2**31 nodes, the graph has {num_nodes}; "
@@ -135,14 +139,16 @@ def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tup
     key = np.empty(2 * m, dtype=np.int64)
     halves = (key[:m], key[m:])
     with ThreadPoolExecutor(max_workers=2) as pool:
-        row_size = sum(pool.map(_keys, (src, dst), (dst, src), halves, (num_nodes, num_nodes)))
-        if m:
+        list(pool.map(_keys, (src, dst), (dst, src), halves))
+        split = 0
+        if m:  # rows up to the middle key's start in the first half (a search there: half the misses)
             key.partition(m)
-        list(pool.map(np.ndarray.sort, halves))
+            split = min(num_nodes, int(key[m] >> 32) + 1)
+        starts = pool.map(_sort_rows, halves, (range(split), range(split, num_nodes)), (0, m))
+        row_start = np.concatenate([*starts, [key.size]])
     keep = np.empty(key.size, dtype=bool)
     keep[:1] = True
     np.not_equal(key[1:], key[:-1], out=keep[1:])
-    row_start = offsets(row_size)  # counted while the keys were built: no search of the sorted keys
     duplicates = np.flatnonzero(~keep)
     idx = np.int32 if fits_int32(num_nodes, key.size - duplicates.size) else np.int64
     xadj = (row_start - np.searchsorted(duplicates, row_start)).astype(idx)
