@@ -104,6 +104,8 @@ def test_edge_ids_file_only_when_they_are_not_the_partition_range(tmp_path, sbm)
     partition_graph(sbm, "g", 2, tmp_path / "b", halo_hops=2)
     cfg = json.loads((tmp_path / "b" / "g.json").read_text())
     assert all((tmp_path / "b" / cfg["partitions"][p]["eids"]).exists() for p in range(2))
+    partition_graph(sbm, "g", 2, tmp_path / "b")  # again into the same folder: the old eids files go
+    assert not any((tmp_path / "b" / f"part{p}" / "eids.npy").exists() for p in range(2))
 
 
 def test_in_edge_index_when_the_packed_keys_take_all_63_bits():

@@ -158,6 +158,7 @@ class _PartWriter:
         self._save(files["indices"], indices if order is None else indices[order])
         del src, indices
         if eids is None and order is None:  # exactly the edge range elo..ehi-1, in order: no file
+            (self.out / files["eids"]).unlink(missing_ok=True)  # an earlier partitioning's, here
             files["eids"] = None
         else:
             eids = np.arange(elo, ehi, dtype=np.int64) if eids is None else eids
