@@ -12,6 +12,7 @@ import argparse
 import json
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -96,6 +97,7 @@ def measure(kinds: list[str], graph: Path, parts: int, out: Path, repeat: int) -
     for kind_runs in runs:
         b = min(kind_runs, key=lambda r: r["seconds"])
         b["peak_rss_mb"] = max(r["peak_rss_mb"] for r in kind_runs)
+        b["round_seconds"] = [r["seconds"] for r in kind_runs]  # in round order, for paired ratios
         best.append(b)
     return best
 
@@ -157,6 +159,10 @@ def main() -> None:
                 print(f"{tag}_bare_metis_seconds: {bare['seconds']:.2f}")
                 print(f"{tag}_ours_whole_step_seconds: {ours['seconds']:.2f}")
                 print(f"{tag}_ours_over_bare_metis: {ours['seconds'] / bare['seconds']:.2f}")
+                # the same two kinds, round by round (each round's pair ran back to back): less
+                # at the mercy of one lucky bare run than the ratio of the two bests
+                rounds = [o / b for o, b in zip(ours["round_seconds"], bare["round_seconds"])]
+                print(f"{tag}_ours_over_bare_metis_median_of_rounds: {statistics.median(rounds):.2f}")
                 print(f"{tag}_bare_metis_cpu_seconds: {bare['cpu_seconds']:.2f}")
                 print(f"{tag}_ours_whole_step_cpu_seconds: {ours['cpu_seconds']:.2f}")
                 print(f"{tag}_bare_metis_peak_rss_mb: {bare['peak_rss_mb']:.0f}")
