@@ -366,3 +366,17 @@ def test_halo_lookup_memory_follows_the_halo_not_the_graph(tmp_path):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 8 * n / 4
+
+
+def test_repartitioning_a_folder_replaces_the_earlier_partitioning(tmp_path, sbm):
+    """Three parts, then two into the same folder under the same name: the third part's files
+    and the old edge id files go, the new partitioning loads, and other files stay."""
+    (tmp_path / "notes.txt").write_text("mine")
+    partition_graph(sbm, "g", 3, tmp_path, halo_hops=2)
+    assert (tmp_path / "part2" / "indices.npy").exists() and (tmp_path / "part0" / "eids.npy").exists()
+    partition_graph(sbm, "g", 2, tmp_path)
+    assert not (tmp_path / "part2").exists() or not any((tmp_path / "part2").iterdir())
+    assert not (tmp_path / "part0" / "eids.npy").exists()
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    for p in range(2):
+        load_partition(tmp_path / "g.json", p)

@@ -123,6 +123,21 @@ class PartitionConfig:
             raise PartitionError(f"partition id {p} is out of range: {self.path} has {self.num_parts} partitions")
         return self.raw["partitions"][p]
 
+    def files(self) -> list[Path]:
+        """Every file this config lists: each partition's arrays and the id maps."""
+        found: list[Path] = []
+
+        def walk(v: Any) -> None:
+            if isinstance(v, str):
+                found.append(self.dir / v)
+            elif isinstance(v, (dict, list)):
+                for x in (v.values() if isinstance(v, dict) else v):
+                    walk(x)
+
+        walk([{k: v for k, v in meta.items() if k != "part_id"} for meta in self.raw["partitions"]])
+        walk(self.raw.get("mapping", {}))
+        return found
+
     def load_array(self, rel: str, *, rows: int | None = None, dtype: str | None = None, mmap: bool = True) -> np.ndarray:
         """Open one array, checking it exists, is intact, and has the expected rows and dtype."""
         f = self.dir / rel

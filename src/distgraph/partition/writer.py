@@ -17,7 +17,7 @@ from ..arrays import inverse_permutation, offsets, unique_inverse, unique_sorted
 from ..errors import PartitionError
 from ..graph import DataDict, Graph
 from .assign import assign_parts, node_mask, positive_int
-from .layout import FORMAT_VERSION, check_name, etype_key, part_files
+from .layout import FORMAT_VERSION, PartitionConfig, check_name, etype_key, part_files
 from .in_edges import InEdges
 from .relabel import EdgeOrder, NodeOrder, relabel_edges, relabel_nodes
 
@@ -113,6 +113,12 @@ class _PartWriter:
             ids -= lo
             return np.flatnonzero(ids.view(np.uint64) >= n_inner)
 
+        def to_local(ids: np.ndarray, outer: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
+            """Offsets from `to_offsets` -> local ids, in place: the outside ids follow the owned ones
+            at their place in the sorted `halo` as finally built (`at`, or a search: memory follows it)."""
+            ids[outer] = n_inner + (np.searchsorted(halo, ids[outer] + lo) if at is None else at)
+            return ids
+
         src = self.new_src(slice(elo, ehi))
         outer = to_offsets(src)  # owned in-edges from other partitions' nodes
         cut = outer.size
@@ -132,8 +138,7 @@ class _PartWriter:
             halo = known
             eids = np.concatenate([np.arange(elo, ehi, dtype=np.int64), *extra])
             src = self.new_src(eids)
-            outer = to_offsets(src)
-            halo_at = np.searchsorted(halo, src[outer] + lo)
+            outer, halo_at = to_offsets(src), None
         global_nid = np.concatenate([np.arange(lo, hi, dtype=np.int64), halo])
 
         files = self.files(p)
@@ -145,20 +150,17 @@ class _PartWriter:
             order = None
         else:  # stable sort by local destination (torch: 2M int32 keys in 0.05 s, numpy 0.34 s)
             ldst = self.new_dst(slice(elo, ehi) if eids is None else eids)
-            dst_outer = to_offsets(ldst)  # halo ids by a search in the sorted halo: memory follows the halo
-            ldst[dst_outer] = n_inner + np.searchsorted(halo, ldst[dst_outer] + lo)
+            to_local(ldst, to_offsets(ldst))
             indptr = offsets(np.bincount(ldst, minlength=global_nid.size))
             keys = ldst.astype(np.int32) if global_nid.size <= np.iinfo(np.int32).max else ldst
             order = torch.argsort(torch.from_numpy(keys), stable=True).numpy()
             del ldst, keys
         self._save(files["indptr"], indptr)
-        src[outer] = n_inner + halo_at  # local ids: halo nodes follow the owned ones
-        indices = src
+        indices = to_local(src, outer, halo_at)
         del outer, halo_at
         self._save(files["indices"], indices if order is None else indices[order])
         del src, indices
         if eids is None and order is None:  # exactly the edge range elo..ehi-1, in order: no file
-            (self.out / files["eids"]).unlink(missing_ok=True)  # an earlier partitioning's, here
             files["eids"] = None
         else:
             eids = np.arange(elo, ehi, dtype=np.int64) if eids is None else eids
@@ -197,7 +199,6 @@ class _PartWriter:
         step = max(1, chunk_bytes // max(1, a[:1].nbytes))
         index = torch.from_numpy(rows)
         buffer = torch.from_numpy(np.empty((min(step, rows.size), *a.shape[1:]), dtype=a.dtype))  # numpy's: huge pages
-
         with open(self._path(rel), "wb") as fp:
             np.lib.format.write_array_header_1_0(fp, {"descr": np.lib.format.dtype_to_descr(a.dtype),
                                                       "fortran_order": False, "shape": (rows.size, *a.shape[1:])})
@@ -217,6 +218,20 @@ class _PartWriter:
             files[key] = f"mapping/{kind}.{key}.npy"
             self._save(files[key], maps[name])
         return files, maps
+
+
+def _remove_previous(config: Path) -> None:
+    """Delete the files of an earlier partitioning of this name in this folder, which the new one
+    replaces: a partition or an array the new one does not write would otherwise stay. A config
+    that does not load is left alone, and only files inside its folder are touched."""
+    try:
+        old = PartitionConfig.load(config)
+    except PartitionError:
+        return
+    root = config.parent.resolve()
+    for f in old.files():
+        if f.resolve().is_relative_to(root):
+            f.unlink(missing_ok=True)
 
 
 def _per_type_orig(new2old: np.ndarray, ranges: np.ndarray, type_offset: int) -> np.ndarray:
@@ -283,6 +298,7 @@ def partition_graph(
     t_assign = time.perf_counter() - t0
     bar.update()
     bar.set_postfix_str("relabel and write")
+    _remove_previous(out / f"{graph_name}.json")  # the input passed every check: now it replaces them
     nodes = relabel_nodes(g, parts, num_parts)
     writer = _PartWriter(g, nodes, built.pop(), out, halo_hops, node_names, edge_names)
     # Writing is gathers, sorts and file writes, which release the GIL: two threads use both cores.
