@@ -41,7 +41,8 @@ def child(args: argparse.Namespace) -> None:
         # "bare" is the library our step uses (choose_library: cmeel-metis's 32-bit build when
         # the graph fits); "bare64" is pymetis's 64-bit build, for reference.
         from distgraph.partition.assign import balance_weights
-        from distgraph.partition.metis import choose_library, library64, part_graph, symmetric_adjacency
+        from distgraph.partition.metis import choose_library, library64, part_graph
+        from distgraph.partition.symmetric import symmetric_adjacency
 
         xadj, adjncy = symmetric_adjacency(g.src.numpy(), g.dst.numpy(), g.num_nodes())
         weights = balance_weights(g, categories, balance == "balanced")

@@ -8,17 +8,7 @@ from test_partition import check_against_brute_force
 from distgraph.data import generate_sbm
 from distgraph.partition import metis, partition_graph, split_categories
 from distgraph.partition.assign import balance_weights
-
-
-def brute_force_adjacency(src, dst, n):
-    """Sorted neighbour lists of the undirected simple graph, the slow obvious way."""
-    rows = [set() for _ in range(n)]
-    for u, v in zip(src.tolist(), dst.tolist()):
-        if u != v:
-            rows[u].add(v)
-            rows[v].add(u)
-    xadj = np.cumsum([0] + [len(r) for r in rows])
-    return xadj, np.array([v for r in rows for v in sorted(r)], dtype=np.int64)
+from distgraph.partition.symmetric import symmetric_adjacency
 
 
 def cut_of(xadj, adjncy, parts):
@@ -30,34 +20,8 @@ def cut_of(xadj, adjncy, parts):
 @pytest.fixture(scope="module")
 def graph():
     g = generate_sbm(4000, 40000, num_classes=8, feat_dim=4, seed=5)
-    xadj, adjncy = metis.symmetric_adjacency(g.src.numpy(), g.dst.numpy(), g.num_nodes())
+    xadj, adjncy = symmetric_adjacency(g.src.numpy(), g.dst.numpy(), g.num_nodes())
     return g, xadj, adjncy
-
-
-def test_symmetric_adjacency_is_int32_when_it_fits_and_int64_otherwise(monkeypatch):
-    rng = np.random.default_rng(0)
-    src, dst = rng.integers(0, 50, 400), rng.integers(0, 50, 400)
-    src[:5] = dst[:5]  # self-loops are dropped
-    want_xadj, want_adj = brute_force_adjacency(src, dst, 50)
-    xadj, adjncy = metis.symmetric_adjacency(src, dst, 50)
-    assert xadj.dtype == np.int32 and adjncy.dtype == np.int32
-    assert np.array_equal(xadj, want_xadj) and np.array_equal(adjncy, want_adj)
-    monkeypatch.setattr(metis, "INT32_LIMIT", int(want_adj.size) - 1)  # one entry too many for 32 bits
-    xadj, adjncy = metis.symmetric_adjacency(src, dst, 50)
-    assert xadj.dtype == np.int64 and adjncy.dtype == np.int64
-    assert np.array_equal(xadj, want_xadj) and np.array_equal(adjncy, want_adj)
-
-
-@pytest.mark.parametrize("src,dst", [
-    ([], []),  # no edges
-    ([3, 3, 7], [3, 3, 7]),  # self-loops only: nothing left
-    ([1] * 60 + [2, 0], [2] * 60 + [1, 4]),  # one edge many times: the halves split inside its run
-])
-def test_symmetric_adjacency_edge_cases(src, dst):
-    src, dst = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
-    want_xadj, want_adj = brute_force_adjacency(src, dst, 8)
-    xadj, adjncy = metis.symmetric_adjacency(src, dst, 8)
-    assert np.array_equal(xadj, want_xadj) and np.array_equal(adjncy, want_adj)
 
 
 def test_the_32_bit_build_is_chosen_when_everything_fits():

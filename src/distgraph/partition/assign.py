@@ -12,7 +12,8 @@ import torch
 from ..arrays import unique_sorted
 from ..errors import PartitionError
 from ..graph import Graph
-from .metis import part_graph, symmetric_adjacency
+from .metis import part_graph
+from .symmetric import symmetric_adjacency
 
 PART_METHODS = ("metis", "random")
 SPLIT_MASKS = ("train_mask", "val_mask", "test_mask")

@@ -15,8 +15,6 @@ from __future__ import annotations
 import ctypes
 import importlib.metadata
 import re
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -104,57 +102,6 @@ def choose_library(num_nodes: int, num_entries: int, weight_totals: np.ndarray |
     """The 32-bit build when it is installed and the graph fits it, else pymetis's 64-bit build."""
     lib = library32() if fits_int32(num_nodes, num_entries, weight_totals) else None
     return lib or library64()
-
-
-def _keys(u: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
-    """out = u << 32 | v: one direction of every edge."""
-    np.left_shift(u, 32, out=out)
-    out |= v
-
-
-def _sort_rows(keys: np.ndarray, rows: range, base: int) -> np.ndarray:
-    """Sort a block of keys that holds the starts of `rows`; returns those starts, plus `base`."""
-    keys.sort()
-    return base + np.searchsorted(keys, np.arange(rows.start, rows.stop, dtype=np.int64) << 32)
-
-
-def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Undirected simple-graph CSR (xadj, adjncy) that METIS needs: both directions, no self-loops, no duplicates.
-
-    Works on one int64 key per directed entry (u << 32 | v), both directions in one array.
-    A partition at its middle (SIMD selection, one pass) puts every key of the first half at or
-    below every key of the second, so sorting the halves on two threads sorts the whole, with
-    no merge after (a stable-sort merge took twice as long as the partition, with a buffer of
-    half the keys), and each thread finds the starts of its own rows. Row offsets are those
-    starts less the duplicates, and the neighbour ids are the keys' low 32 bits. The result is
-    int32 when the 32-bit METIS can take it (half the memory), else int64.
-    """
-    if num_nodes > 2**31:  # ids below 2**31: u << 32 stays a positive int64
-        raise PartitionError(f"METIS partitioning takes at most 2**31 nodes, the graph has {num_nodes}; "
-                             f"use --part_method random")
-    loops = src == dst
-    if loops.any():
-        src, dst = src[~loops], dst[~loops]
-    m = src.size
-    key = np.empty(2 * m, dtype=np.int64)
-    halves = (key[:m], key[m:])
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(_keys, (src, dst), (dst, src), halves))
-        split = 0
-        if m:  # rows up to the middle key's start in the first half (a search there: half the misses)
-            key.partition(m)
-            split = min(num_nodes, int(key[m] >> 32) + 1)
-        starts = pool.map(_sort_rows, halves, (range(split), range(split, num_nodes)), (0, m))
-        row_start = np.concatenate([*starts, [key.size]])
-    keep = np.empty(key.size, dtype=bool)
-    keep[:1] = True
-    np.not_equal(key[1:], key[:-1], out=keep[1:])
-    duplicates = np.flatnonzero(~keep)
-    idx = np.int32 if fits_int32(num_nodes, key.size - duplicates.size) else np.int64
-    xadj = (row_start - np.searchsorted(duplicates, row_start)).astype(idx)
-    if idx is np.int32:  # the low halves, as int32 (ids < 2**31): no uint32 copy to convert
-        return xadj, key.view(np.int32)[(0 if sys.byteorder == "little" else 1)::2][keep]
-    return xadj, np.bitwise_and(key[keep], 0xFFFFFFFF)
 
 
 def _ptr(a: np.ndarray) -> ctypes.c_void_p:

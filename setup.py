@@ -1,0 +1,10 @@
+"""Only the C kernels; everything else is in pyproject.toml.
+
+They are loaded through ctypes (no Python API, so no Python headers needed) and optional:
+without a C compiler the install still succeeds and the numpy paths run instead.
+"""
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("distgraph.native._kernels", sources=["src/distgraph/native/symmetric.c"],
+                             extra_compile_args=["-O3"], optional=True)])

@@ -1,0 +1,32 @@
+"""C kernels for hot loops numpy cannot vectorise well, called through ctypes.
+
+They are compiled with the package (an optional extension: `pip install` still succeeds
+without a C compiler) and every caller keeps a numpy path for when they are absent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+from functools import lru_cache
+
+_MODULE = "distgraph.native._kernels"
+_i64, _int, _ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
+_SIGNATURES = {  # name: (restype, argtypes), as in symmetric.c
+    "sym_count": (_i64, [_i64, _ptr, _ptr, _i64, _int, _ptr]),
+    "sym_scatter": (None, [_i64, _ptr, _ptr, _int, _int, _ptr, _ptr]),
+    "sym_rows": (_i64, [_i64, _i64, _ptr, _int, _int, _i64, _ptr, _ptr, _ptr, _ptr]),
+}
+
+
+@lru_cache(maxsize=1)
+def kernels() -> ctypes.CDLL | None:
+    """The compiled kernels, or None when the package was installed without them."""
+    spec = importlib.util.find_spec(_MODULE)
+    if spec is None or not spec.origin:
+        return None
+    lib = ctypes.CDLL(spec.origin)
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = restype, argtypes
+    return lib
