@@ -108,10 +108,21 @@ def test_edge_ids_file_only_when_they_are_not_the_partition_range(tmp_path, sbm)
     assert not any((tmp_path / "b" / f"part{p}" / "eids.npy").exists() for p in range(2))
 
 
-def test_in_edge_index_when_the_packed_keys_take_all_63_bits():
+def _without_kernels(monkeypatch) -> None:
+    """Every partitioning module as on an install without the C kernels (numpy paths)."""
+    from distgraph.partition import in_edges, symmetric
+
+    for module in (in_edges, symmetric):
+        monkeypatch.setattr(module, "kernels", lambda: None)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
+def test_in_edge_index_when_the_packed_keys_take_all_63_bits(monkeypatch, native):
     """2 * 21 node bits + 21 edge bits = 63: node 2**21's start would be 2**63 (it overflowed)."""
     from distgraph.partition.in_edges import InEdges
 
+    if not native:
+        _without_kernels(monkeypatch)
     n, m = 2**21, 2**20 + 5
     rng = np.random.default_rng(0)
     src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
@@ -119,6 +130,34 @@ def test_in_edge_index_when_the_packed_keys_take_all_63_bits():
     assert np.array_equal(index.indptr, np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))]))
     order = np.argsort(dst, kind="stable")
     assert np.array_equal(index.eids, order) and np.array_equal(index.srcs, src[order])
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
+def test_in_edges_of_nodes_come_node_after_node(monkeypatch, native):
+    from distgraph.partition.in_edges import InEdges
+
+    if not native:
+        _without_kernels(monkeypatch)
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, 300, 5000), rng.integers(0, 300, 5000)
+    index = InEdges.build(Graph(src, dst, num_nodes=300))
+    nodes = np.concatenate([rng.permutation(300)[:200], [7, 7]])  # a subset, one node twice
+    eids, srcs = index.of(nodes)
+    want = np.concatenate([np.flatnonzero(dst == v) for v in nodes])
+    assert np.array_equal(eids, want) and np.array_equal(srcs, src[want])
+    assert srcs.dtype == np.int32 and eids.dtype == np.int64
+
+
+@pytest.mark.parametrize("graph,halo_hops", [("sbm", 1), ("mag", 2)])
+def test_the_c_kernels_and_the_numpy_paths_write_the_same_files(tmp_path, monkeypatch, request, graph, halo_hops):
+    g = request.getfixturevalue(graph)
+    partition_graph(g, "g", 3, tmp_path / "native", halo_hops=halo_hops)
+    _without_kernels(monkeypatch)
+    partition_graph(g, "g", 3, tmp_path / "numpy", halo_hops=halo_hops)
+    files = sorted(f.relative_to(tmp_path / "native") for f in (tmp_path / "native").rglob("*.npy"))
+    assert files == sorted(f.relative_to(tmp_path / "numpy") for f in (tmp_path / "numpy").rglob("*.npy"))
+    for f in files:
+        assert (tmp_path / "native" / f).read_bytes() == (tmp_path / "numpy" / f).read_bytes(), f
 
 
 def _new_eids(orig_e, mask):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..arrays import gather_in_place, inverse_permutation, offsets, small_key_argsort
+from ..arrays import inverse_permutation, offsets, small_key_argsort
 from ..graph import Graph
 from .in_edges import InEdges
 
@@ -67,9 +67,7 @@ def relabel_edges(g: Graph, parts: np.ndarray, nodes: NodeOrder, in_edges: InEdg
     et = len(g.canonical_etypes)
     num_parts = nodes.ranges.shape[0]
     degree = in_edges.in_degree(nodes.new2old)
-    order = in_edges.positions(nodes.new2old, degree)
-    src = in_edges.srcs[order]
-    gather_in_place(in_edges.eids, order)  # positions -> edge ids
+    order, src = in_edges.of(nodes.new2old, degree)
     if et == 1:  # part p's edges are the in-edges of its node range
         ranges = offsets(degree)[nodes.ranges[:, [0, -1], [0, 1]]].reshape(num_parts, 1, 2)
     else:

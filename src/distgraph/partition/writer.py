@@ -85,8 +85,8 @@ class _PartWriter:
         with self._lock:
             if self._edge_old2new is None:
                 self._edge_old2new = inverse_permutation(self.edges.new2old)
-        at = self.in_edges.positions(self.nodes.new2old[nodes])
-        return self._edge_old2new[self.in_edges.eids[at]], self.nodes.old2new[self.in_edges.srcs[at]]
+        eids, srcs = self.in_edges.of(self.nodes.new2old[nodes])
+        return self._edge_old2new[eids], self.nodes.old2new[srcs]
 
     def write_nodes(self, p: int) -> None:
         """Partition p's node data and out-degrees (they need the node numbering only)."""
