@@ -15,7 +15,7 @@ _i64, _int, _ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
 _SIGNATURES = {  # name: (restype, argtypes), as in the .c files
     "sym_count": (_i64, [_i64, _ptr, _ptr, _i64, _int, _ptr]),
     "sym_scatter": (None, [_i64, _ptr, _ptr, _int, _int, _ptr, _ptr]),
-    "sym_rows": (_i64, [_i64, _i64, _ptr, _int, _int, _i64, _ptr, _ptr, _ptr, _ptr]),
+    "sym_rows": (_i64, [_i64, _i64, _ptr, _int, _int, _i64, _ptr, _ptr]),
     "gather_segments": (_i64, [_i64, _ptr, _ptr, _ptr, _int, _ptr]),  # segments.c
 }
 

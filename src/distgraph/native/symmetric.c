@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DIGIT 12    /* top-bit buckets per block: 4096 (a 16 KB histogram, in L1) */
+#define MAX_DIGIT 12    /* top-bit buckets per block: 4096 (a 16 KB histogram on the stack, in L1) */
 #define INSERTION_MAX 32
 
 /* Adds to counts[b] the entries both directions of each edge put in block b. Returns 0, or
@@ -65,14 +65,19 @@ static uint32_t *sort_block(const uint32_t *a, uint32_t *tmp, int64_t len, int b
 
 /* Blocks [b0, b1) (block b's keys at data[bstart[b]:bstart[b+1]]): sorts each block, drops
  * repeats, and writes the columns as int32 over data from data[bstart[b0]] on (never past what
- * is already read); xadj[row] gets each of their rows' start, counted from there. scratch
- * holds the largest block, hist 2**MAX_DIGIT counts. Returns the number of columns written. */
+ * is already read); xadj[row] gets each of their rows' start, counted from there. Returns the
+ * number of columns written, or -1 when the sort buffer cannot be allocated. */
 int64_t sym_rows(int64_t b0, int64_t b1, const int64_t *bstart, int shift, int cbits, int64_t n,
-                 uint32_t *data, uint32_t *scratch, uint32_t *hist, int32_t *xadj) {
+                 uint32_t *data, int32_t *xadj) {
     const uint32_t cmask = (uint32_t)((1ull << cbits) - 1);
     const int64_t rows = (int64_t)1 << shift;
     int32_t *out = (int32_t *)data + bstart[b0];
-    int64_t written = 0;
+    int64_t written = 0, largest = 1;
+    uint32_t hist[1 << MAX_DIGIT];
+    for (int64_t b = b0; b < b1; b++)
+        if (bstart[b + 1] - bstart[b] > largest) largest = bstart[b + 1] - bstart[b];
+    uint32_t *scratch = (uint32_t *)malloc((size_t)largest * sizeof(uint32_t));
+    if (!scratch) return -1;
     for (int64_t b = b0; b < b1; b++) {
         int64_t len = bstart[b + 1] - bstart[b], r0 = b << shift, nr = n - r0 < rows ? n - r0 : rows, r = 0;
         int rbits = 0;  /* the block's keys lie below 2**(rbits + cbits) */
@@ -86,5 +91,6 @@ int64_t sym_rows(int64_t b0, int64_t b1, const int64_t *bstart, int shift, int c
         }
         for (; r < nr; r++) xadj[r0 + r] = (int32_t)written;
     }
+    free(scratch);
     return written;
 }

@@ -8,6 +8,7 @@ built or the graph needs 64-bit ids.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,34 +21,26 @@ from .metis import fits_int32
 _BLOCK_KEYS = 32768  # keys per row block on average: a block and its sort buffer stay in L2
 
 
-def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int,
-                        native: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """CSR of the undirected simple graph of `src -> dst`, int32 when the 32-bit METIS can take it.
-
-    `native` picks the path (None: the C kernels when they are built and the output fits
-    int32). Node ids must lie in [0, num_nodes)."""
+def symmetric_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of the undirected simple graph of `src -> dst`, int32 when the 32-bit METIS can take it:
+    from the C kernels when they are built and the output fits int32, else from numpy.
+    Node ids must lie in [0, num_nodes)."""
     if num_nodes > 2**31:  # ids below 2**31: u << 32 stays a positive int64, and fits uint32 keys
         raise PartitionError(f"METIS partitioning takes at most 2**31 nodes, the graph has {num_nodes}; "
                              f"use --part_method random")
     src = np.ascontiguousarray(src, dtype=np.int64)
     dst = np.ascontiguousarray(dst, dtype=np.int64)
-    fits = fits_int32(num_nodes, 2 * src.size)
-    if native is None:
-        native = fits and kernels() is not None
-    if not native:
-        return _numpy_path(src, dst, num_nodes)
-    if not fits or kernels() is None:
-        raise PartitionError("the C kernels are not built (reinstall with a C compiler) or the graph needs "
-                             "64-bit ids; call symmetric_adjacency with native=None")
-    return _native_path(src, dst, num_nodes)
+    lib = kernels()
+    if lib is not None and fits_int32(num_nodes, 2 * src.size):
+        return _native_path(lib, src, dst, num_nodes)
+    return _numpy_path(src, dst, num_nodes)
 
 
-def _native_path(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _native_path(lib: ctypes.CDLL, src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Blocks of 2**shift rows, each entry one uint32 key (local row | column): the edges are
     counted and scattered into blocks by two threads (each its own half of the edges and its
     own slots in every block), then each thread sorts and compacts half of the blocks in place;
     the second half's output is moved down after the first's."""
-    lib = kernels()
     m = src.size
     cbits = max(1, (n - 1).bit_length())
     shift = max(1, min(32 - cbits, (_BLOCK_KEYS * n // max(2 * m, 1)).bit_length() - 1))
@@ -70,17 +63,14 @@ def _native_path(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, 
                                                    c.ctypes.data, keys.ctypes.data), halves, cursors))
         mid = int(np.clip(np.searchsorted(bstart, bstart[-1] // 2), 1, nblocks))
         xadj = np.empty(n + 1, dtype=np.int32)
-        sizes = np.diff(bstart)
 
         def sort_blocks(b0: int, b1: int) -> int:
-            if b0 >= b1:
-                return 0
-            scratch = np.empty(int(sizes[b0:b1].max()), dtype=np.uint32)
-            hist = np.empty(1 << 12, dtype=np.uint32)  # MAX_DIGIT in symmetric.c
-            return lib.sym_rows(b0, b1, bstart.ctypes.data, shift, cbits, n, keys.ctypes.data,
-                                scratch.ctypes.data, hist.ctypes.data, xadj.ctypes.data)
+            return lib.sym_rows(b0, b1, bstart.ctypes.data, shift, cbits, n, keys.ctypes.data, xadj.ctypes.data)
 
         first, second = pool.map(sort_blocks, (0, mid), (mid, nblocks))
+    if first < 0 or second < 0:
+        raise PartitionError(f"out of memory for a sort buffer while symmetrising {n} nodes; free memory or "
+                             f"partition on a larger machine")
     adjncy = keys.view(np.int32)
     start = int(bstart[mid])
     if second and start != first:
@@ -133,4 +123,3 @@ def _numpy_path(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.nd
     if idx is np.int32:  # the low halves, as int32 (ids < 2**31): no uint32 copy to convert
         return xadj, key.view(np.int32)[(0 if sys.byteorder == "little" else 1)::2][keep]
     return xadj, np.bitwise_and(key[keep], 0xFFFFFFFF)
-
