@@ -212,7 +212,7 @@ def main() -> int:
     for size in SIZES:
         report(f"limit_loopback_transport_{size // 1000}k_rows_per_s", transport[size])
 
-    from distgraph.kvstore.shm import SHM_DIR, PREFIX
+    from distgraph.cluster.shm_files import PREFIX, SHM_DIR
 
     session = f"bench{os.getpid()}"
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,32 +1,28 @@
 """distgraph: partition graphs too big for one machine and train GNNs and knowledge-graph
-embeddings on them, standalone or on a cluster."""
+embeddings on them, standalone or on a cluster.
 
-from . import nn, optim
-from .data import generate_mag, generate_sbm, load_edgelist, load_graph, load_npz, save_npz
-from .dataloading import (Block, DistEdgeDataLoader, DistNodeDataLoader, EdgeDataLoader, MultiLayerNeighborSampler,
-                          NodeDataLoader, edge_split, node_split)
-from .dist_graph import DistGraph
-from .distributed import (DistEmbedding, DistTensor, EdgePartitionPolicy, NodePartitionPolicy, PartitionPolicy,
-                          barrier, exit_client, initialize, shutdown_servers)
-from .errors import DistGraphError, InputError, PartitionError
-from .graph import Graph
-from .partition import (
-    Partition,
-    PartitionStats,
-    RangePartitionBook,
-    load_partition,
-    load_partition_book,
-    partition_graph,
-)
-from .sampling import sample_neighbors
+Names are imported on first use (`distgraph.lazy`): the command line checks its inputs
+before torch is loaded."""
+
+from .lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Graph", "partition_graph", "load_partition", "load_partition_book", "RangePartitionBook", "Partition",
-    "PartitionStats", "load_npz", "save_npz", "load_edgelist", "load_graph", "generate_sbm", "generate_mag",
-    "initialize", "barrier", "exit_client", "shutdown_servers", "DistGraph", "DistTensor", "DistEmbedding",
-    "PartitionPolicy", "NodePartitionPolicy", "EdgePartitionPolicy", "node_split", "edge_split", "sample_neighbors",
-    "MultiLayerNeighborSampler", "DistNodeDataLoader", "DistEdgeDataLoader", "NodeDataLoader", "EdgeDataLoader",
-    "Block", "nn", "optim", "DistGraphError", "InputError", "PartitionError",
-]
+_EXPORTS = {
+    "nn": ".nn", "optim": ".optim",
+    **{n: f".data:{n}" for n in ("generate_mag", "generate_sbm", "load_edgelist", "load_graph", "load_npz",
+                                 "save_npz")},
+    **{n: f".dataloading:{n}" for n in ("Block", "DistEdgeDataLoader", "DistNodeDataLoader", "EdgeDataLoader",
+                                        "MultiLayerNeighborSampler", "NodeDataLoader", "edge_split", "node_split")},
+    "DistGraph": ".dist_graph:DistGraph",
+    **{n: f".distributed:{n}" for n in ("DistEmbedding", "DistTensor", "EdgePartitionPolicy", "NodePartitionPolicy",
+                                        "PartitionPolicy", "barrier", "exit_client", "initialize",
+                                        "shutdown_servers")},
+    **{n: f".errors:{n}" for n in ("DistGraphError", "InputError", "PartitionError")},
+    "Graph": ".graph:Graph",
+    **{n: f".partition:{n}" for n in ("Partition", "PartitionStats", "RangePartitionBook", "load_partition",
+                                      "load_partition_book", "partition_graph")},
+    "sample_neighbors": ".sampling:sample_neighbors",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from .distributed.env import ROLE, ProcessEnv
+from .cluster.env import ROLE, ProcessEnv
 from .distributed.serve import serve
 from .errors import DistGraphError
 

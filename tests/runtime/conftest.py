@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from distgraph.data import generate_sbm
-from distgraph.kvstore.shm import SHM_DIR, PREFIX
+from distgraph.cluster.shm_files import PREFIX, SHM_DIR
 from distgraph.partition import partition_graph
 
 torch.set_num_threads(1)

@@ -11,7 +11,7 @@ from distgraph.errors import InputError
 from distgraph.kvstore.initializers import fill
 from distgraph.kvstore.shm import SegmentNamer
 from distgraph.kvstore.store import KVStore
-from distgraph.launch.ip_config import parse_ip_config, server_addresses
+from distgraph.cluster.ip_config import parse_ip_config, server_addresses
 from distgraph.optim import SparseAdagrad, SparseAdam
 from distgraph.partition import load_partition
 from distgraph.rpc import wire

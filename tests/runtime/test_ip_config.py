@@ -3,7 +3,7 @@
 import pytest
 
 from distgraph.errors import InputError
-from distgraph.launch.ip_config import DEFAULT_PORT, parse_ip_config_text, server_addresses
+from distgraph.cluster.ip_config import DEFAULT_PORT, parse_ip_config_text, server_addresses
 
 
 def test_all_three_forms_comments_and_blank_lines():

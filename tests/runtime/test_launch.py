@@ -114,6 +114,7 @@ def test_cli_keeps_the_command_given_after_extra_envs(monkeypatch):
 
 
 def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path, monkeypatch):
+    from distgraph.cluster.lifeline import Lifeline
     from distgraph.launch import LaunchOptions, make_plan
     from distgraph.launch.runner import Job
 
@@ -129,11 +130,15 @@ def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path, monkeypatch):
     assert (t3.env["RANK"], t3.env["LOCAL_RANK"], t3.env["WORLD_SIZE"], t3.env["MASTER_ADDR"]) == ("3", "1", "4",
                                                                                                    "127.0.0.1")
     assert t3.env["DISTGRAPH_MACHINE_ID"] == "1" and t3.env["NCCL_DEBUG"] == "INFO"
-    assert plan.processes[1].env["DISTGRAPH_SERVER_ID"] == "1" and "DISTGRAPH_LAUNCHER_PID" in plan.processes[1].env
+    assert plan.processes[1].env["DISTGRAPH_SERVER_ID"] == "1"
     assert plan.processes[0].command.endswith("-m distgraph.server")
-    argv, env = Job(plan, 2222, "bob")._argv(t3)
-    assert env is None and argv[:2] == ["ssh", "-tt"] and "bob@192.0.2.7" in argv and "2222" in argv
-    assert argv[-1].startswith(f"cd {tmp_path} && ") and "DISTGRAPH_ROLE=trainer" in argv[-1]
+    lifeline = Lifeline()
+    argv, env, stdin = Job(plan, 2222, "bob")._argv(t3, lifeline)
+    assert env is None and stdin == lifeline.read_fd  # the ssh client's stdin is the lifeline
+    lifeline.close()
+    assert argv[0] == "ssh" and "bob@192.0.2.7" in argv and "2222" in argv
+    assert argv[-1].startswith(f"cd {tmp_path} && exec 3<&0 </dev/null && ") and "DISTGRAPH_ROLE=trainer" in argv[-1]
+    assert "DISTGRAPH_LIFELINE_FD=3" in argv[-1]
     assert "DISTGRAPH_HOST_SHM=0" in argv[-1] and t3.env["DISTGRAPH_HOST_SHM"] == "0"
     assert argv[-1].endswith(" python3 train.py")
 

@@ -22,7 +22,7 @@ def cluster(parts, tmp_path):
 
 
 def _address(cluster, machine):
-    from distgraph.launch.ip_config import parse_ip_config
+    from distgraph.cluster.ip_config import parse_ip_config
 
     return f"127.0.0.1:{parse_ip_config(cluster.ip_config)[machine].port}"
 

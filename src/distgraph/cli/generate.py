@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..data import generate_mag, generate_sbm, save_npz
-
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("generate", help="write a seeded synthetic graph as .npz",
@@ -33,6 +31,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..data import generate_mag, generate_sbm, save_npz
+
     t0 = time.perf_counter()
     if args.kind == "sbm":
         g = generate_sbm(args.num_nodes, args.num_edges, args.num_classes, args.feat_dim, args.p_in,

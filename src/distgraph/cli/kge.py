@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from ..kge.config import EvalConfig, TrainConfig, field_defaults
-from ..kge.models import ALIASES, MODELS
-from ..kge.pipeline import eval_kge, train_kge
+from ..kge.config import MODEL_ALIASES, MODEL_NAMES, EvalConfig, TrainConfig, field_defaults
 
 _NAMED_DELIMITERS = {"\\t": "\t", "tab": "\t", "TAB": "\t", "space": " ", "comma": ",", "pipe": "|"}
 
@@ -42,7 +40,7 @@ def _add_run_args(p: argparse.ArgumentParser, d: dict) -> None:
 def _add_train_args(p: argparse.ArgumentParser) -> None:
     d = field_defaults(TrainConfig)
     a = p.add_argument
-    a("--model_name", default=d["model_name"], choices=[*MODELS, *ALIASES], help="score function")
+    a("--model_name", default=d["model_name"], choices=[*MODEL_NAMES, *MODEL_ALIASES], help="score function")
     _add_data_args(p, d)
     a("--save_path", default=d["save_path"], help="models go to SAVE_PATH/<model>_<dataset>_<n>/")
     a("--no_save_emb", action="store_true", help="do not save the embeddings")
@@ -97,11 +95,15 @@ def eval_config(args: argparse.Namespace) -> EvalConfig:
 
 def train_command(args: argparse.Namespace) -> int:
     """`distgraph kge train`."""
+    from ..kge.pipeline import train_kge
+
     train_kge(train_config(args))
     return 0
 
 
 def eval_command(args: argparse.Namespace) -> int:
     """`distgraph kge eval`."""
+    from ..kge.pipeline import eval_kge
+
     eval_kge(eval_config(args))
     return 0

@@ -6,10 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
-from ..data import load_graph
 from ..errors import InputError
-from ..partition import PartitionStats, partition_graph, split_categories
-from ..partition.assign import PART_METHODS
+from ..partition.layout import PART_METHODS
 
 
 def register(subparsers) -> None:
@@ -32,13 +30,13 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def summary(stats: PartitionStats, load_seconds: float) -> str:
-    """A table per partition plus the figures that judge a partitioning."""
+def summary(stats, load_seconds: float) -> str:
+    """A table per partition (`PartitionStats`) plus the figures that judge a partitioning."""
     rows = [f"{'part':>4} {'nodes':>12} {'edges':>13} {'halo':>12} {'train':>10}"]
     for p in range(stats.num_parts):
         rows.append(f"{p:>4} {stats.part_nodes[p]:>12,} {stats.part_edges[p]:>13,} "
                     f"{stats.part_halo[p]:>12,} {stats.part_train[p]:>10,}")
-    imb = PartitionStats.imbalance
+    imb = type(stats).imbalance
     rows += [
         f"edge cut:        {stats.edge_cut:.2%} of edges cross partitions",
         f"halo fraction:   {stats.halo_fraction:.2%} (halo nodes / owned nodes)",
@@ -51,6 +49,9 @@ def summary(stats: PartitionStats, load_seconds: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..data import load_graph
+    from ..partition import partition_graph, split_categories
+
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError(f"--out {args.out} is an existing file; pass a folder (it is created if missing)")
     t0 = time.perf_counter()

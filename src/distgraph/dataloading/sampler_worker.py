@@ -14,8 +14,6 @@ from ..rpc.wire import pack, unpack
 from .collate import collator_from_spec
 from .workers import ENDPOINT, SPEC, encode
 
-PARENT_CHECK_MS = 1000
-
 
 def main() -> None:
     torch.set_num_threads(1)
@@ -30,14 +28,9 @@ def main() -> None:
     except Exception as exc:
         sock.send_multipart(pack({"error": f"{type(exc).__name__}: {exc}"}))
         raise
-    sock.send_multipart(pack({"ready": True}))
-    parent = os.getppid()
+    sock.send_multipart(pack({"ready": True}))  # its lifeline ends this process with its trainer
     try:
         while True:
-            if not sock.poll(PARENT_CHECK_MS):
-                if os.getppid() != parent:  # the trainer is gone: stop instead of waiting forever
-                    break
-                continue
             header, arrays = unpack(sock.recv_multipart(copy=False))
             if header.get("stop"):
                 break

@@ -5,8 +5,10 @@ its environment and the sampler role (`sampler_env`), so no user code runs in it
 connects to the servers, opens the same `DistGraph`, rebuilds the loader's collator from
 a small JSON spec, and answers seed batches over a ZeroMQ pair on loopback. Mini-batches
 travel in the wire format (msgpack header + raw array buffers; no pickle). The trainer
-keeps `PREFETCH` batches per worker in flight and yields them in order; a worker that
-fails or dies becomes an error naming it; workers stop when the trainer exits.
+keeps `PREFETCH` batches per worker in flight and yields them in order. Every send and
+receive is bounded and watches the worker's process, so a worker that fails or dies
+becomes an error naming it, never a hang; workers hold a lifeline to the trainer
+(`cluster.lifeline`) and end with it, whatever they are doing.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import atexit
 import json
 import subprocess
 import sys
+import time
 from typing import Iterator
 
 import torch
 import zmq
 
+from ..cluster.env import sampler_env
+from ..cluster.lifeline import Lifeline
 from ..errors import DistGraphError
 from ..rpc.wire import pack, unpack
 from .block import Block
@@ -27,6 +32,7 @@ from .collate import PairGraph
 
 PREFETCH = 2
 POLL_MS = 500
+STOP_SECONDS = 10.0  # for the workers to say goodbye to the servers and exit
 ENDPOINT, SPEC = "DISTGRAPH_SAMPLER_ENDPOINT", "DISTGRAPH_SAMPLER_SPEC"
 
 
@@ -53,13 +59,17 @@ def decode(header: dict, arrays: list[torch.Tensor]) -> tuple:
 
 
 class _Worker:
-    def __init__(self, ctx: zmq.Context, index: int, env: dict[str, str], spec: dict):
+    def __init__(self, ctx: zmq.Context, index: int, spec: dict):
         self.index = index
         self.sock = ctx.socket(zmq.PAIR)
         self.sock.setsockopt(zmq.LINGER, 0)
         port = self.sock.bind_to_random_port("tcp://127.0.0.1")
-        env = {**env, ENDPOINT: f"tcp://127.0.0.1:{port}", SPEC: json.dumps(spec), "OMP_NUM_THREADS": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "distgraph.dataloading.sampler_worker"], env=env)
+        self.lifeline = Lifeline()
+        env = {**sampler_env(index, self.lifeline.read_fd), ENDPOINT: f"tcp://127.0.0.1:{port}",
+               SPEC: json.dumps(spec), "OMP_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "distgraph.dataloading.sampler_worker"], env=env,
+                                     pass_fds=(self.lifeline.read_fd,))
+        self.lifeline.started()
 
     def describe(self) -> str:
         return f"sampler process {self.index} (pid {self.proc.pid})"
@@ -69,13 +79,12 @@ class SamplerPool:
     """`num` sampler processes for one loader; started on first use, reused across epochs."""
 
     def __init__(self, num: int, spec: dict):
-        from ..distributed.env import sampler_env
         from ..distributed.runtime import get_context
 
         timeouts = get_context().timeouts
         self.startup_timeout, self.batch_timeout = timeouts.startup, timeouts.request
         self.zmq = zmq.Context()
-        self.workers = [_Worker(self.zmq, i, sampler_env(i), spec) for i in range(num)]
+        self.workers = [_Worker(self.zmq, i, spec) for i in range(num)]
         self.runs = 0
         self.active = False
         self.stopped_by: str | None = None
@@ -91,16 +100,27 @@ class SamplerPool:
         self.close()
         raise DistGraphError(message)
 
-    def _recv(self, w: _Worker, timeout: float) -> tuple[dict, list[torch.Tensor]]:
-        """The next message of worker `w`, watching that it stays alive."""
+    def _wait(self, w: _Worker, event: int, timeout: float, doing: str) -> None:
+        """Wait until `w`'s socket is ready for `event` (bounded), watching that `w` stays alive."""
         waited = 0
-        while not w.sock.poll(POLL_MS):
+        while not w.sock.poll(POLL_MS, event):
             waited += POLL_MS
             if w.proc.poll() is not None:
-                self._fail(f"{w.describe()} died with exit code {w.proc.returncode}; see its output above")
+                self._fail(f"{w.describe()} died with exit code {w.proc.returncode} while the trainer was "
+                           f"{doing}; see its output above")
             if waited >= timeout * 1000:
-                self._fail(f"{w.describe()} sent nothing for {timeout:g} s; see its output above")
+                self._fail(f"{w.describe()} did not respond for {timeout:g} s while the trainer was {doing}; "
+                           f"see its output above")
+
+    def _recv(self, w: _Worker, timeout: float) -> tuple[dict, list[torch.Tensor]]:
+        """The next message of worker `w`."""
+        self._wait(w, zmq.POLLIN, timeout, "waiting for a batch")
         return unpack(w.sock.recv_multipart(copy=False))
+
+    def _send(self, w: _Worker, header: dict, arrays: list[torch.Tensor]) -> None:
+        """Send a job to worker `w` (a dead worker accepts nothing: `send` alone could block forever)."""
+        self._wait(w, zmq.POLLOUT, self.batch_timeout, "sending it a job")
+        w.sock.send_multipart(pack(header, arrays), flags=zmq.NOBLOCK)
 
     def run(self, batches: list[torch.Tensor]) -> Iterator:
         """Mini-batches of `batches` (seed tensors), in order; batch i is sampled by worker i mod n.
@@ -120,7 +140,7 @@ class SamplerPool:
         try:
             for i in range(len(batches)):
                 while sent < len(batches) and sent < i + PREFETCH * n:
-                    self.workers[sent % n].sock.send_multipart(pack({"run": run, "batch": sent}, [batches[sent]]))
+                    self._send(self.workers[sent % n], {"run": run, "batch": sent}, [batches[sent]])
                     sent += 1
                 w = self.workers[i % n]
                 while True:
@@ -136,18 +156,26 @@ class SamplerPool:
             self.active = False
 
     def close(self) -> None:
-        """Stop the workers (they say goodbye to the servers) and wait for them."""
+        """Stop the workers (they say goodbye to the servers) and wait for them, a bounded time;
+        then cut their lifelines, which ends any that are still there."""
         if not self.workers:
             return
         for w in self.workers:
             if w.proc.poll() is None:
                 try:
                     w.sock.send_multipart(pack({"stop": True}), flags=zmq.NOBLOCK)
-                except zmq.ZMQError:  # not connected yet: it is killed below if it does not stop
+                except zmq.ZMQError:  # not connected, or dead: the lifeline ends it below
                     pass
+        deadline = time.monotonic() + STOP_SECONDS
         for w in self.workers:
             try:
-                w.proc.wait(timeout=10)
+                w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            w.lifeline.close()
+        for w in self.workers:
+            try:
+                w.proc.wait(timeout=STOP_SECONDS)
             except subprocess.TimeoutExpired:
                 w.proc.kill()
                 w.proc.wait()

@@ -1,17 +1,16 @@
-"""Distributed runtime: `initialize`, distributed tensors and embeddings, partition policies."""
+"""Distributed runtime: `initialize`, distributed tensors and embeddings, partition policies
+(names imported on first use, so the launcher, which needs none of them, stays light)."""
 
-from .dist_embedding import DistEmbedding
-from .dist_tensor import DistTensor
-from .env import sampler_env
-from .initializers import Constant, Initializer, Normal, Uniform, Zeros
-from .policy import (EdgePartitionPolicy, NodePartitionPolicy, PartitionPolicy, edge_policy_str, graph_data_name,
-                     node_policy_str)
-from .runtime import barrier, exit_client, get_context, initialize, is_initialized, shutdown_servers
+from ..lazy import lazy_exports
 
-__all__ = [
-    "initialize", "barrier", "exit_client", "shutdown_servers", "is_initialized", "get_context", "sampler_env",
-    "DistTensor", "DistEmbedding",
-    "PartitionPolicy", "NodePartitionPolicy", "EdgePartitionPolicy", "node_policy_str", "edge_policy_str",
-    "graph_data_name",
-    "Initializer", "Zeros", "Constant", "Uniform", "Normal",
-]
+_EXPORTS = {
+    "DistEmbedding": ".dist_embedding:DistEmbedding", "DistTensor": ".dist_tensor:DistTensor",
+    "sampler_env": "..cluster.env:sampler_env",
+    **{n: f".initializers:{n}" for n in ("Constant", "Initializer", "Normal", "Uniform", "Zeros")},
+    **{n: f".policy:{n}" for n in ("EdgePartitionPolicy", "NodePartitionPolicy", "PartitionPolicy",
+                                   "edge_policy_str", "graph_data_name", "node_policy_str")},
+    **{n: f".runtime:{n}" for n in ("barrier", "exit_client", "get_context", "initialize", "is_initialized",
+                                    "shutdown_servers")},
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -14,19 +14,20 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cluster.env import ProcessEnv, Timeouts
+from ..cluster.hosts import is_local
+from ..cluster.ip_config import parse_ip_config, server_addresses
+from ..cluster.lifeline import watch
 from ..errors import DistGraphError, InputError
 from ..kvstore.client import KVClient
 from ..kvstore.handler import RequestHandler
 from ..kvstore.local import LocalChannel
 from ..kvstore.shm import SegmentNamer
 from ..kvstore.store import KVStore
-from ..launch.hosts import is_local
-from ..launch.ip_config import parse_ip_config, server_addresses
 from ..malloc import keep_freed_memory
 from ..partition import RangePartitionBook, load_partition_book
 from ..partition.layout import PartitionConfig
 from ..rpc.transport import Connections
-from .env import ProcessEnv, Timeouts
 from .partition_data import publish_partition_data
 from .policy import PolicyTable
 from .serve import serve
@@ -89,6 +90,8 @@ def _standalone(part_config: str | None, num_workers: int) -> Context:
 
 
 def _connect(env: ProcessEnv) -> Context:
+    if env.lifeline_fd is not None:
+        watch(env.lifeline_fd, env.lifeline_timeout, f"distgraph {env.role} (rank {env.rank})", env.starter)
     ip_config, part_config = env.ip_config, env.part_config
     if not part_config:
         raise InputError("a launched trainer needs the partition config (--part_config of `distgraph launch`)")

@@ -5,17 +5,18 @@ from __future__ import annotations
 import socket
 import sys
 
+from ..cluster.env import ProcessEnv
+from ..cluster.ip_config import parse_ip_config, server_addresses
+from ..cluster.lifeline import watch
 from ..errors import InputError
 from ..kvstore.server import KVServer
 from ..kvstore.shm import SegmentNamer
 from ..kvstore.store import KVStore
-from ..launch.ip_config import parse_ip_config, server_addresses
 from ..malloc import keep_freed_memory
 from ..partition import load_partition, load_partition_book
 from ..partition.layout import PartitionConfig
 from ..rpc.transport import ServerSocket
 from ..sampling.remote import graph_ops
-from .env import ProcessEnv
 from .partition_data import publish_partition_data
 from .policy import PolicyTable
 
@@ -48,6 +49,8 @@ def serve(env: ProcessEnv) -> None:
     book = load_partition_book(env.part_config, env.machine_id)
     store = KVStore(env.machine_id, env.server_id, num_servers, PolicyTable(book),
                     SegmentNamer(env.session, cfg.graph_name, env.machine_id), creator=env.server_id == 0)
+    if env.lifeline_fd is not None:
+        watch(env.lifeline_fd, env.lifeline_timeout, label, env.starter, store.remove_files)
     try:
         sock = ServerSocket(_bind_endpoint(peer.host, peer.port), env.timeouts.request)
     except Exception as exc:
@@ -55,7 +58,7 @@ def serve(env: ProcessEnv) -> None:
     try:
         if store.creator:
             publish_partition_data(store, env.part_config, env.machine_id)
-        server = KVServer(store, sock, env.num_trainers * len(machines), label, env.launcher_pid)
+        server = KVServer(store, sock, env.num_trainers * len(machines), label)
         for op, fn in graph_ops(load_partition(env.part_config, env.machine_id), store).items():
             server.handler.add_op(op, fn)
         print(f"{label}: serving", file=sys.stderr, flush=True)

@@ -1,9 +1,11 @@
 """Knowledge-graph embeddings on one machine: DGL-KE's models, flags and file layout.
 
-`train_kge` / `eval_kge` back `distgraph kge train` / `distgraph kge eval`.
+`train_kge` / `eval_kge` back `distgraph kge train` / `distgraph kge eval` (imported on first use).
 """
 
-from .config import EvalConfig, TrainConfig
-from .pipeline import RunResult, eval_kge, train_kge
+from ..lazy import lazy_exports
 
-__all__ = ["EvalConfig", "RunResult", "TrainConfig", "eval_kge", "train_kge"]
+_EXPORTS = {"EvalConfig": ".config:EvalConfig", "TrainConfig": ".config:TrainConfig",
+            "RunResult": ".pipeline:RunResult", "eval_kge": ".pipeline:eval_kge", "train_kge": ".pipeline:train_kge"}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

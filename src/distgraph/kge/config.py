@@ -6,6 +6,10 @@ from dataclasses import MISSING, asdict, dataclass, fields
 
 from ..errors import InputError
 
+# DGL-KE's score functions (kge.models implements one class per name) and its alias
+MODEL_NAMES = ("TransE_l1", "TransE_l2", "DistMult", "ComplEx", "RESCAL", "TransR", "RotatE", "SimplE")
+MODEL_ALIASES = {"TransE": "TransE_l2"}
+
 
 @dataclass
 class TrainConfig:

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError
+from .config import MODEL_ALIASES, MODEL_NAMES
 
 EMB_INIT_EPS = 2.0
 
@@ -329,7 +330,8 @@ class TransR(KGEModel):
 
 MODELS: dict[str, type[KGEModel]] = {m.name: m for m in (TransE_l1, TransE_l2, DistMult, ComplEx, RESCAL,
                                                            TransR, RotatE, SimplE)}
-ALIASES = {"TransE": "TransE_l2"}
+ALIASES = MODEL_ALIASES
+assert tuple(MODELS) == MODEL_NAMES, "kge.config.MODEL_NAMES lists the models defined here"
 
 
 def create_model(name: str, hidden_dim: int, gamma: float, double_ent: bool = False,

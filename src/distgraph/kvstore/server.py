@@ -3,15 +3,13 @@
 Data operations go to the `RequestHandler`; the loop itself keeps the session: who said
 hello, the barrier (held by server 0 of machine 0), goodbyes and shutdown. It exits when
 every expected trainer has said goodbye and no client is left, on a `shutdown` request,
-on SIGTERM/SIGINT, or when the launcher that started it is gone; the store's shared
-memory is removed on the way out in every case.
+or on SIGTERM/SIGINT; the store's shared memory is removed on the way out in every case.
+(When the launcher dies, the process's lifeline removes it and ends the process.)
 """
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
 from dataclasses import dataclass, field
 
 from ..rpc.transport import ServerSocket
@@ -32,12 +30,10 @@ class _Barrier:
 class KVServer:
     """Serve `store` on `socket` until the session ends."""
 
-    def __init__(self, store: KVStore, socket: ServerSocket, expected_trainers: int, label: str,
-                 launcher_pid: int | None = None):
+    def __init__(self, store: KVStore, socket: ServerSocket, expected_trainers: int, label: str):
         self.store, self.socket, self.label = store, socket, label
         self.handler = RequestHandler(store)
         self.expected_trainers = expected_trainers
-        self.launcher_pid = launcher_pid
         self.clients: dict[bytes, str] = {}
         self.trainers_done = 0
         self.barrier = _Barrier()
@@ -50,9 +46,6 @@ class KVServer:
             while not self.stopping:
                 if self.socket.poll(POLL_SECONDS):
                     self._serve_one()
-                elif self.launcher_pid is not None and not _alive(self.launcher_pid):
-                    print(f"{self.label}: the launcher (pid {self.launcher_pid}) is gone; exiting", file=sys.stderr)
-                    self.stopping = True
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
@@ -121,12 +114,3 @@ class KVServer:
         self.stopping = True
         return {"ok": True}
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

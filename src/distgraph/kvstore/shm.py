@@ -10,23 +10,21 @@ and several jobs can share one host. Plain files and `mmap` keep this free of
 
 from __future__ import annotations
 
-import hashlib
 import json
 import mmap
 import os
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from ..cluster.shm_files import SHM_DIR, SegmentNamer, unlink
 from ..errors import DistGraphError
 from ..rpc.wire import dtype_name, nbytes, parse_dtype
 
-SHM_DIR = Path("/dev/shm")
-PREFIX = "distgraph"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+__all__ = ["SHM_DIR", "SegmentNamer", "unlink", "SharedMemoryError", "TensorMeta", "create_segment",
+           "attach_segment", "publish", "read_manifest"]
 
 
 class SharedMemoryError(DistGraphError):
@@ -55,36 +53,6 @@ class TensorMeta:
     def from_json(cls, d: dict) -> "TensorMeta":
         return cls(d["name"], tuple(d["shape"]), parse_dtype(d["dtype"]), d["policy"], int(d["rows"]), d["uid"],
                    d["segment"])
-
-
-class SegmentNamer:
-    """File names for one machine's tensors in one launch session."""
-
-    def __init__(self, session: str, graph_name: str, machine_id: int):
-        self.stem = f"{PREFIX}.{_safe(session)}.{_safe(graph_name)}.m{machine_id}"
-
-    def manifest(self, tensor: str) -> Path:
-        return SHM_DIR / f"{self.stem}.{_key(tensor)}.json"
-
-    def segment(self, tensor: str, uid: str) -> str:
-        return f"{self.stem}.{_key(tensor)}.{uid}"
-
-    def all_files(self) -> list[Path]:
-        return sorted(SHM_DIR.glob(f"{self.stem}.*"))
-
-
-def session_files(session: str) -> list[Path]:
-    """Every shared-memory file of a launch session (for the launcher's final sweep)."""
-    return sorted(SHM_DIR.glob(f"{PREFIX}.{_safe(session)}.*"))
-
-
-def _safe(s: str) -> str:
-    return _UNSAFE.sub("_", s)[:40]
-
-
-def _key(tensor: str) -> str:
-    """Readable and collision-free: sanitised name plus a short hash of the real name."""
-    return f"{_safe(tensor)}-{hashlib.sha1(tensor.encode()).hexdigest()[:8]}"
 
 
 def _map(path: Path, size: int, create: bool) -> mmap.mmap:
@@ -138,7 +106,9 @@ def attach_segment(meta: TensorMeta) -> torch.Tensor:
 def publish(path: Path, meta: TensorMeta) -> None:
     """Write a manifest atomically, so readers never see a half-written one."""
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(meta.to_json()))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private, like the segments
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(meta.to_json()))
     os.replace(tmp, path)
 
 
@@ -150,9 +120,3 @@ def read_manifest(path: Path) -> TensorMeta | None:
     except (ValueError, KeyError, TypeError) as exc:
         raise SharedMemoryError(f"shared-memory manifest {path} is corrupt ({exc}); restart the job") from None
 
-
-def unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass

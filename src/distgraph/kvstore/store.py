@@ -125,8 +125,13 @@ class KVStore:
         return shard is not None
 
     def close(self) -> None:
-        """The creator removes every shared-memory file of its machine."""
+        """Forget every tensor; the creator removes every shared-memory file of its machine."""
         self._shards.clear()
+        self.remove_files()
+
+    def remove_files(self) -> None:
+        """The creator's clean-up of its machine's shared memory (safe from any thread: mapped
+        rows stay valid until unmapped)."""
         if self.creator and self.namer:
             for f in self.namer.all_files():
                 unlink(f)

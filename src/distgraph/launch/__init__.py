@@ -1,6 +1,6 @@
 """`distgraph launch`: start servers and trainers on every machine of ip_config."""
 
-from .ip_config import DEFAULT_PORT, MachineSpec, parse_ip_config, server_addresses
+from ..cluster.ip_config import DEFAULT_PORT, MachineSpec, parse_ip_config, server_addresses
 from .plan import LaunchOptions, Plan, ProcessSpec, make_plan
 from .runner import run
 

@@ -18,11 +18,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..distributed import env as E
+from ..cluster import env as E
 from ..errors import InputError
 from ..partition.layout import PartitionConfig
-from .hosts import free_port, is_local
-from .ip_config import MachineSpec, parse_ip_config, server_addresses
+from ..cluster.hosts import free_port, is_local
+from ..cluster.ip_config import MachineSpec, parse_ip_config, server_addresses
 
 DEFAULT_MASTER_PORT = 29500
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -121,12 +121,15 @@ def make_plan(opts: LaunchOptions) -> Plan:
     workspace = _check(opts)
     machines = parse_ip_config(_in_workspace(workspace, opts.ip_config))
     server_addresses(machines, opts.num_servers, opts.ip_config)  # checks ports do not overlap
-    parts = PartitionConfig.load(_in_workspace(workspace, opts.part_config)).num_parts
-    if parts != len(machines):
-        raise InputError(f"{opts.ip_config} lists {len(machines)} machines but {opts.part_config} has {parts} "
-                         f"partitions; write one ip_config line per partition")
-    session = os.environ.get(E.SESSION) or secrets.token_hex(6)
+    part_config = PartitionConfig.load(_in_workspace(workspace, opts.part_config))
+    if part_config.num_parts != len(machines):
+        raise InputError(f"{opts.ip_config} lists {len(machines)} machines but {opts.part_config} has "
+                         f"{part_config.num_parts} partitions; write one ip_config line per partition")
     local = [is_local(m.ip) for m in machines]
+    for m in range(len(machines)):
+        if local[m]:  # remote hosts check their own copy when their servers load it
+            part_config.check_files(m)
+    session = os.environ.get(E.SESSION) or secrets.token_hex(6)
     master = machines[0].ip
     master_port = opts.master_port or (free_port(master) if local[0] else DEFAULT_MASTER_PORT)
     omp = opts.num_omp_threads or max(multiprocessing.cpu_count() // 2 // opts.num_trainers, 1)
@@ -140,7 +143,7 @@ def make_plan(opts: LaunchOptions) -> Plan:
     server_cmd = f"{shlex.quote(server_python(opts.command))} -m distgraph.server"
     procs: list[ProcessSpec] = []
     for m, spec in enumerate(machines):
-        base = {**common, E.MACHINE_ID: str(m), **({E.LAUNCHER_PID: str(os.getpid())} if local[m] else {})}
+        base = {**common, E.MACHINE_ID: str(m)}
         for s in range(spec.server_count(opts.num_servers)):
             env = {**base, E.ROLE: "server", E.SERVER_ID: str(s), "OMP_NUM_THREADS": str(opts.num_server_threads)}
             procs.append(ProcessSpec(m, "server", s, spec.ip, local[m], server_cmd, env))

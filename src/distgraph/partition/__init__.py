@@ -1,10 +1,13 @@
 """Partitioning: METIS/random assignment, relabelling to contiguous ranges, the on-disk
-format, the range partition book and the partition loader."""
+format, the range partition book and the partition loader (names imported on first use)."""
 
-from .assign import split_categories
-from .book import RangePartitionBook
-from .reader import Partition, load_partition, load_partition_book
-from .writer import PartitionStats, partition_graph
+from ..lazy import lazy_exports
 
-__all__ = ["partition_graph", "load_partition", "load_partition_book", "RangePartitionBook", "Partition",
-           "PartitionStats", "split_categories"]
+_EXPORTS = {
+    "split_categories": ".assign:split_categories", "RangePartitionBook": ".book:RangePartitionBook",
+    "Partition": ".reader:Partition", "load_partition": ".reader:load_partition",
+    "load_partition_book": ".reader:load_partition_book", "PartitionStats": ".writer:PartitionStats",
+    "partition_graph": ".writer:partition_graph",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

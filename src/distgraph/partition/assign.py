@@ -13,9 +13,9 @@ from ..arrays import unique_sorted
 from ..errors import PartitionError
 from ..graph import Graph
 from .metis import part_graph
+from .layout import PART_METHODS
 from .symmetric import symmetric_adjacency
 
-PART_METHODS = ("metis", "random")
 SPLIT_MASKS = ("train_mask", "val_mask", "test_mask")
 
 

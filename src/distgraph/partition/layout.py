@@ -6,18 +6,21 @@ and dtypes), so a bad partition fails at load with the file named, not deep in t
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PartitionError
 
+if TYPE_CHECKING:
+    import numpy as np
+
 FORMAT_VERSION = 2  # 2: a partition's "eids" may be null (its in-edges are exactly its edge range)
 READABLE_VERSIONS = (1, 2)
+PART_METHODS = ("metis", "random")
 _NAME = re.compile(r"[A-Za-z0-9_\-]+")
 
 
@@ -91,10 +94,11 @@ class PartitionConfig:
         for kind, total_key in (("node_map", "num_nodes"), ("edge_map", "num_edges")):
             total = 0
             for name, ranges in _get(self.raw, kind, p).items():
-                r = np.asarray(ranges, dtype=np.int64)
-                if r.shape != (k, 2) or (r[:, 1] < r[:, 0]).any():
+                if not (isinstance(ranges, list) and len(ranges) == k and all(
+                        isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r) and r[0] <= r[1]
+                        for r in ranges)):
                     raise PartitionError(f"{p}: {kind}[{name!r}] must list one [start, end) per partition ({k})")
-                total += int((r[:, 1] - r[:, 0]).sum())
+                total += sum(e - s for s, e in ranges)
             if total != _get(self.raw, total_key, p):
                 raise PartitionError(f"{p}: the {kind} ranges cover {total} ids but {total_key} is {self.raw[total_key]}")
 
@@ -138,8 +142,23 @@ class PartitionConfig:
         walk(self.raw.get("mapping", {}))
         return found
 
-    def load_array(self, rel: str, *, rows: int | None = None, dtype: str | None = None, mmap: bool = True) -> np.ndarray:
+    def part_files(self, p: int) -> list[Path]:
+        """Every file partition `p` needs: its arrays and the config-wide id maps."""
+        return PartitionConfig(self.path, {**self.raw, "partitions": [self.part(p)]}).files()
+
+    def check_files(self, p: int) -> None:
+        """Cheap check (no numpy) that partition `p`'s files are all there and none is truncated,
+        so the launcher reports a bad copy before any process starts."""
+        for f in self.part_files(p):
+            if not f.is_file():
+                raise PartitionError(f"partition file {f} is missing (listed in {self.path}); copy it or re-partition")
+            npy_check(f)
+
+    def load_array(self, rel: str, *, rows: int | None = None, dtype: str | None = None,
+                   mmap: bool = True) -> np.ndarray:
         """Open one array, checking it exists, is intact, and has the expected rows and dtype."""
+        import numpy as np
+
         f = self.dir / rel
         if not f.is_file():
             raise PartitionError(f"partition file {f} is missing (listed in {self.path}); copy it or re-partition")
@@ -154,3 +173,40 @@ class PartitionConfig:
         if dtype is not None and a.dtype != np.dtype(dtype):
             raise PartitionError(f"partition file {f} has dtype {a.dtype} but {self.path} says {dtype}")
         return a
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def npy_check(path: Path) -> tuple[int, ...]:
+    """The shape in a `.npy` header, after checking the file holds all the bytes it declares."""
+    def bad(why: str) -> PartitionError:
+        return PartitionError(f"partition file {path} is unreadable or truncated ({why}); copy it again or "
+                              f"re-partition")
+
+    with open(path, "rb") as f:
+        head = f.read(12)
+        if len(head) < 10 or head[:6] != _NPY_MAGIC:
+            raise bad("not a .npy file")
+        size_bytes = 2 if head[6] == 1 else 4
+        header_len = int.from_bytes(head[8:8 + size_bytes], "little")
+        f.seek(8 + size_bytes)
+        text = f.read(header_len)
+    try:
+        header = ast.literal_eval(text.decode("latin1"))
+        shape, descr = tuple(header["shape"]), header["descr"]
+        itemsize = int(descr[2:])
+    except (ValueError, SyntaxError, KeyError, TypeError) as exc:
+        raise bad(f"bad header: {exc}") from None
+    expected = 8 + size_bytes + header_len + itemsize * _prod(shape)
+    actual = path.stat().st_size
+    if actual < expected:
+        raise bad(f"{actual} bytes, its header declares {expected}")
+    return shape
+
+
+def _prod(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

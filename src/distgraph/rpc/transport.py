@@ -17,6 +17,7 @@ import torch
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from ..cluster.ip_config import PeerAddress
 from ..errors import DistGraphError, InputError
 from . import wire
 
@@ -33,24 +34,6 @@ class PeerError(DistGraphError):
 
 class RemoteError(DistGraphError):
     """A server answered a request with an error reply."""
-
-
-@dataclass(frozen=True)
-class PeerAddress:
-    """Where server `server_id` of machine `machine_id` listens."""
-
-    machine_id: int
-    server_id: int
-    host: str
-    port: int
-
-    @property
-    def endpoint(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"tcp://{host}:{self.port}"
-
-    def __str__(self) -> str:
-        return f"server {self.server_id} of machine {self.machine_id} at {self.host}:{self.port}"
 
 
 class RemoteInputError(RemoteError, InputError):

@@ -26,7 +26,8 @@ SAMPLER_ID = "DISTGRAPH_SAMPLER_ID"  # samplers: index among their trainer's sam
 IP_CONFIG = "DISTGRAPH_IP_CONFIG"
 PART_CONFIG = "DISTGRAPH_PART_CONFIG"
 SESSION = "DISTGRAPH_SESSION"  # names this launch's shared memory
-LAUNCHER_PID = "DISTGRAPH_LAUNCHER_PID"  # servers exit when this parent is gone
+LIFELINE_FD = "DISTGRAPH_LIFELINE_FD"  # read end of a pipe whose writer (launcher, trainer) must stay alive
+LIFELINE_TIMEOUT = "DISTGRAPH_LIFELINE_TIMEOUT"  # seconds without a heartbeat byte on it that mean "gone"
 TIMEOUT = "DISTGRAPH_TIMEOUT"  # seconds to wait for any reply
 STARTUP_TIMEOUT = "DISTGRAPH_STARTUP_TIMEOUT"  # seconds to wait for servers to load and for creations
 BARRIER_TIMEOUT = "DISTGRAPH_BARRIER_TIMEOUT"  # seconds to wait for the other trainers at a barrier
@@ -89,7 +90,8 @@ class ProcessEnv:
     server_id: int
     sampler_id: int
     rank: int  # trainers and samplers: global trainer rank (samplers: their trainer's)
-    launcher_pid: int | None
+    lifeline_fd: int | None  # see `distributed.lifeline`
+    lifeline_timeout: float | None  # None: only the pipe's end counts, not silence
     timeouts: Timeouts
     host_shm: bool = True  # read rows of other machines on this host from their shared memory
 
@@ -113,11 +115,16 @@ class ProcessEnv:
             server_id=_int(env, SERVER_ID, 0),
             sampler_id=_int(env, SAMPLER_ID, 0),
             rank=_int(env, "RANK", 0),
-            launcher_pid=_int(env, LAUNCHER_PID) if env.get(LAUNCHER_PID) else None,
+            lifeline_fd=_int(env, LIFELINE_FD) if env.get(LIFELINE_FD) else None,
+            lifeline_timeout=_seconds(env, LIFELINE_TIMEOUT, 0.0) if env.get(LIFELINE_TIMEOUT) else None,
             timeouts=Timeouts.from_environ(env),
             host_shm=bool(_int(env, HOST_SHM, 1)),
         )
 
+    @property
+    def starter(self) -> str:
+        """Who started this process (and holds its lifeline)."""
+        return "its trainer" if self.role == "sampler" else "the launcher"
 
     def with_defaults(self, ip_config: str | None, num_servers: int, num_samplers: int,
                       part_config: str | None) -> "ProcessEnv":
@@ -130,8 +137,10 @@ class ProcessEnv:
         return filled
 
 
-def sampler_env(sampler_id: int, env: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The environment for sampler `sampler_id` of this trainer (a copy with the role changed)."""
+def sampler_env(sampler_id: int, lifeline_fd: int, env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment for sampler `sampler_id` of this trainer: a copy with the role changed and
+    the trainer's own lifeline pipe (`lifeline_fd`, no heartbeats) instead of the launcher's."""
     if env.get(ROLE) != "trainer":
         raise InputError("only a launched trainer starts samplers; run the script with `distgraph launch`")
-    return {**env, ROLE: "sampler", SAMPLER_ID: str(sampler_id)}
+    out = {k: v for k, v in env.items() if k != LIFELINE_TIMEOUT}
+    return {**out, ROLE: "sampler", SAMPLER_ID: str(sampler_id), LIFELINE_FD: str(lifeline_fd)}

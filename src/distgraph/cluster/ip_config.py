@@ -13,11 +13,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..rpc.transport import PeerAddress
 
 DEFAULT_PORT = 30050
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
+
+
+@dataclass(frozen=True)
+class PeerAddress:
+    """Where server `server_id` of machine `machine_id` listens."""
+
+    machine_id: int
+    server_id: int
+    host: str
+    port: int
+
+    @property
+    def endpoint(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"tcp://{host}:{self.port}"
+
+    def __str__(self) -> str:
+        return f"server {self.server_id} of machine {self.machine_id} at {self.host}:{self.port}"
 
 
 @dataclass(frozen=True)
