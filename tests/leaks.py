@@ -1,14 +1,27 @@
-"""What the suite checks it leaves behind: child processes and shared-memory segments."""
+"""What the suite checks it leaves behind: child processes, and the shared-memory files of
+this test run (every launch session of the run starts with `RUN_PREFIX`, so other jobs on
+the host, distgraph ones included, cannot fail the check)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import itertools
+import os
 
 import psutil
+
+from distgraph.cluster.shm_files import PREFIX, SHM_DIR
+
+RUN_PREFIX = f"rt{os.getpid()}"
+_sessions = itertools.count()
 
 # multiprocessing's resource tracker is started by the first spawn-based pool or shared-memory
 # object and exits with its parent by design; it is not something a test left running.
 _BY_DESIGN = ("multiprocessing.resource_tracker",)
+
+
+def new_session() -> str:
+    """A launch session name unique to this test run."""
+    return f"{RUN_PREFIX}s{next(_sessions)}"
 
 
 def child_processes() -> list[psutil.Process]:
@@ -16,7 +29,7 @@ def child_processes() -> list[psutil.Process]:
     out = []
     for c in psutil.Process().children(recursive=True):
         try:
-            if not any(marker in " ".join(c.cmdline()) for marker in _BY_DESIGN):
+            if c.status() != psutil.STATUS_ZOMBIE and not any(m in " ".join(c.cmdline()) for m in _BY_DESIGN):
                 out.append(c)
         except psutil.NoSuchProcess:
             continue
@@ -24,5 +37,5 @@ def child_processes() -> list[psutil.Process]:
 
 
 def shm_entries() -> set[str]:
-    root = Path("/dev/shm")
-    return {p.name for p in root.iterdir()} if root.is_dir() else set()
+    """This run's shared-memory files."""
+    return {p.name for p in SHM_DIR.glob(f"{PREFIX}.{RUN_PREFIX}*")}

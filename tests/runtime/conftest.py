@@ -9,35 +9,31 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
 from distgraph.data import generate_sbm
-from distgraph.cluster.shm_files import PREFIX, SHM_DIR
+from leaks import new_session, shm_entries
+
+from distgraph.cluster.shm_files import session_files
 from distgraph.partition import partition_graph
 
 torch.set_num_threads(1)
 
-SESSION_PREFIX = f"rt{os.getpid()}"
-_sessions = iter(range(1_000_000))
 NUM_NODES, FEAT_DIM = 2000, 16
-
-
-def new_session() -> str:
-    """A session name unique to this test run, so the leak check sees only our segments."""
-    return f"{SESSION_PREFIX}s{next(_sessions)}"
-
-
-def our_shm_files() -> list[str]:
-    return sorted(p.name for p in SHM_DIR.glob(f"{PREFIX}.{SESSION_PREFIX}*"))
+SCRIPTS = Path(__file__).parent / "scripts"
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    """Environment for spawned processes: one thread each, no inherited launcher variables."""
+    """Environment for spawned processes: one thread each, no inherited launcher variables,
+    a launch session of this test run unless `extra` names one."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DISTGRAPH_")}
-    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1", **extra)
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env.update({"DISTGRAPH_SESSION": new_session(), **extra})
     return env
 
 
@@ -88,21 +84,55 @@ def parts(graph, tmp_path_factory):
     return out
 
 
+BIND_RACE = ("cannot listen on port", "cannot listen on MASTER_ADDR")  # a port from the OS was taken meanwhile
+ATTEMPTS = 3
+
+
+def _collect(stream, lines: list[str]) -> None:
+    for line in iter(stream.readline, ""):
+        lines.append(line)
+    stream.close()
+
+
 class Cluster:
-    """Server processes (`python -m distgraph.server`) for every machine of an ip_config."""
+    """Server processes (`python -m distgraph.server`) for every machine of an ip_config that
+    this writes to `ip_config` with ports from the OS (again, if one was taken meanwhile)."""
 
     def __init__(self, part_config: Path, ip_config: Path, servers_per_machine: list[int], num_trainers: int = 1,
                  timeout: float = 10.0):
         self.part_config, self.ip_config = part_config, ip_config
-        self.session = new_session()
         self.timeout = timeout
         self.num_trainers = num_trainers
-        self.procs: dict[tuple[int, int], subprocess.Popen] = {}
-        for m, n in enumerate(servers_per_machine):
-            for s in range(n):
-                env = child_env(**self.env("server", m), DISTGRAPH_SERVER_ID=str(s))
-                self.procs[(m, s)] = subprocess.Popen([sys.executable, "-m", "distgraph.server"], env=env,
-                                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for _ in range(ATTEMPTS):
+            self.session = new_session()
+            write_ip_config(ip_config, servers_per_machine)
+            self.procs: dict[tuple[int, int], subprocess.Popen] = {}
+            self.stderr: dict[tuple[int, int], list[str]] = {}
+            for m, n in enumerate(servers_per_machine):
+                for s in range(n):
+                    env = child_env(**self.env("server", m), DISTGRAPH_SERVER_ID=str(s))
+                    p = subprocess.Popen([sys.executable, "-m", "distgraph.server"], env=env, text=True,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                    self.procs[(m, s)], self.stderr[(m, s)] = p, []
+                    threading.Thread(target=_collect, args=(p.stderr, self.stderr[(m, s)]), daemon=True).start()
+            if self._serving():
+                return
+            self.stop()
+        raise RuntimeError(f"servers could not bind their ports in {ATTEMPTS} attempts")
+
+    def _serving(self) -> bool:
+        """Wait until every server serves (True), or one could not bind its port (False)."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            errors = ["".join(self.stderr[k]) for k, p in self.procs.items() if p.poll() is not None]
+            if any(any(race in e for race in BIND_RACE) for e in errors):
+                return False
+            if errors:
+                raise RuntimeError(f"a server exited while starting: {errors}")
+            if all(any("serving" in line for line in lines) for lines in self.stderr.values()):
+                return True
+            time.sleep(0.05)
+        raise RuntimeError("servers did not start within 120 s")
 
     def env(self, role: str, machine_id: int) -> dict[str, str]:
         return {"DISTGRAPH_ROLE": role, "DISTGRAPH_MACHINE_ID": str(machine_id),
@@ -123,10 +153,118 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 codes[key] = p.wait()
-            p.stderr.close()
-        for f in SHM_DIR.glob(f"{PREFIX}.{self.session}.*"):
+        for f in session_files(self.session):
             f.unlink()
         return codes
+
+
+def launch_argv(workspace: Path, part_config: Path, ip_config: Path, command: str, num_trainers: int = 1,
+                num_samplers: int = 0, servers: int = 1) -> list[str]:
+    return [sys.executable, "-m", "distgraph.cli.main", "launch", "--workspace", str(workspace),
+            "--num_trainers", str(num_trainers), "--num_servers", str(servers), "--num_samplers", str(num_samplers),
+            "--part_config", str(part_config), "--ip_config", str(ip_config), "--num_omp_threads", "1", command]
+
+
+def job_pids(session: str) -> list[int]:
+    """Every process of this host whose environment names launch session `session`."""
+    marker = f"DISTGRAPH_SESSION={session}".encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    state = f.read().rsplit(b")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if marker in env and state != b"Z":
+                found.append(int(entry.name))
+    return found
+
+
+class Launch:
+    """`distgraph launch` of `command` in the background on machines of `servers_per_machine`
+    (ip_config written here, ports from the OS; started again if a port was taken meanwhile).
+    Output lines are collected as they come; `close()` kills whatever is left of the job."""
+
+    def __init__(self, tmp_path: Path, part_config: Path, servers_per_machine: list[int], command: str,
+                 num_trainers: int = 1, num_samplers: int = 0, **env: str):
+        self.ip_config = tmp_path / "ip_config.txt"
+        for _ in range(ATTEMPTS):
+            self.session = new_session()
+            write_ip_config(self.ip_config, servers_per_machine)
+            argv = launch_argv(tmp_path, part_config, self.ip_config, command, num_trainers, num_samplers)
+            self.proc = subprocess.Popen(argv, env=child_env(DISTGRAPH_SESSION=self.session, **env), text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            self.out: list[str] = []
+            self.err: list[str] = []
+            self.readers = [threading.Thread(target=_collect, args=(s, lines), daemon=True)
+                            for s, lines in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))]
+            for t in self.readers:
+                t.start()
+            servers = sum(servers_per_machine)
+            while self.proc.poll() is None and sum("serving" in line for line in self.err) < servers:
+                time.sleep(0.05)
+            if not any(race in line for line in self.err for race in BIND_RACE):
+                return
+            self.wait(60)
+        raise RuntimeError(f"the job's ports were taken in {ATTEMPTS} attempts")
+
+    @property
+    def output(self) -> str:
+        return "".join(self.out) + "".join(self.err)
+
+    def wait_for(self, text: str, count: int = 1, timeout: float = 120) -> None:
+        """Wait until `count` output lines contain `text` (fails the test after `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while sum(text in line for line in self.out + self.err) < count:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(f"never saw {count} x {text!r}:\n{self.output[-3000:]}")
+            time.sleep(0.05)
+
+    def wait(self, timeout: float) -> int:
+        """The launcher's exit code; fails the test if it is still running after `timeout` s."""
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the launcher did not exit within {timeout} s:\n{self.output[-3000:]}") from None
+        for t in self.readers:
+            t.join(10)
+        return code
+
+    def left_behind(self, timeout: float = 30) -> tuple[list[int], list[str]]:
+        """(processes, shared-memory files) of the job still there after up to `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while (job_pids(self.session) or session_files(self.session)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return job_pids(self.session), [f.name for f in session_files(self.session)]
+
+    def close(self) -> None:
+        for pid in job_pids(self.session):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for f in session_files(self.session):
+            f.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def launches():
+    """Start jobs with `launches(...)` (see `Launch`); whatever is left of them is killed after the test."""
+    started: list[Launch] = []
+
+    def start(*args, **kwargs) -> Launch:
+        started.append(Launch(*args, **kwargs))
+        return started[-1]
+
+    yield start
+    for job in started:
+        job.close()
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from distgraph.optim import SparseAdagrad, SparseAdam
 from distgraph.partition import load_partition
 from distgraph.rpc import wire
 
-from .conftest import Cluster, as_trainer, write_ip_config
+from .conftest import Cluster, as_trainer
 from .test_kvstore import dense_lazy_adam
 
 N = 2000
@@ -31,7 +31,7 @@ def host_shm(request):
 
 @pytest.fixture(scope="module")
 def cluster(parts, tmp_path_factory, host_shm):
-    c = Cluster(parts[2], write_ip_config(tmp_path_factory.mktemp("ip") / "ip_config.txt", [2, 1]), [2, 1])
+    c = Cluster(parts[2], tmp_path_factory.mktemp("ip") / "ip_config.txt", [2, 1])
     yield c
     codes = c.stop()
     assert all(code == 0 for code in codes.values()), codes  # SIGTERM is a clean exit

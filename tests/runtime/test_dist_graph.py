@@ -11,7 +11,7 @@ from distgraph.errors import DistGraphError
 from distgraph.rpc.transport import Request
 from distgraph.sampling import sample_neighbors
 
-from .conftest import Cluster, as_trainer, write_ip_config
+from .conftest import Cluster, as_trainer
 
 
 def mapping(part_config):
@@ -21,7 +21,7 @@ def mapping(part_config):
 
 @pytest.fixture(scope="module")
 def cluster(parts, tmp_path_factory):
-    c = Cluster(parts[2], write_ip_config(tmp_path_factory.mktemp("ip") / "ip_config.txt", [1, 1]), [1, 1])
+    c = Cluster(parts[2], tmp_path_factory.mktemp("ip") / "ip_config.txt", [1, 1])
     yield c
     assert all(code == 0 for code in c.stop().values())
 

@@ -6,7 +6,7 @@ import torch
 from distgraph.dist_graph import DistGraph
 from distgraph.sampling import sample_neighbors
 
-from .conftest import Cluster, write_ip_config
+from .conftest import Cluster
 
 
 def neighbour_counts(g, part_config, node: int, draws: int, fanout: int) -> dict[int, int]:
@@ -27,7 +27,7 @@ def test_standalone_and_two_machines_sample_alike(graph, parts, tmp_path, monkey
     alone = neighbour_counts(DistGraph("g", part_config=str(parts[1])), parts[1], node, draws, fanout)
     runtime.exit_client()
 
-    cluster = Cluster(parts[2], write_ip_config(tmp_path / "ip_config.txt", [1, 1]), [1, 1])
+    cluster = Cluster(parts[2], tmp_path / "ip_config.txt", [1, 1])
     try:
         for k, v in cluster.env("trainer", 0).items():
             monkeypatch.setenv(k, v)

@@ -6,11 +6,11 @@ import torch
 
 from distgraph.errors import DistGraphError, InputError
 from distgraph.kvstore import initializers
-from distgraph.kvstore.shm import SegmentNamer
+from distgraph.kvstore.shm import SHM_DIR, SegmentNamer
 from distgraph.kvstore.store import KVStore, UnknownTensor
 from distgraph.optim.sparse import coalesce
 
-from .conftest import new_session, our_shm_files
+from leaks import new_session, shm_entries
 
 BOUNDS = (0, 6, 10)  # machine 0 holds rows 0..5, machine 1 rows 6..9
 
@@ -100,7 +100,8 @@ def test_shared_memory_create_attach_recreate_and_cleanup():
     creator = KVStore(0, 0, 2, resolve, SegmentNamer(session, "g", 0), creator=True)
     other = KVStore(0, 1, 2, resolve, SegmentNamer(session, "g", 0), creator=False)
     meta, _ = creator.create("emb", (10, 4), torch.float32, "node~_N", {"kind": "constant", "value": 2.0})
-    assert len(our_shm_files()) >= 2  # segment + manifest
+    files = [f for f in SHM_DIR.glob(f"*{session}*")]
+    assert len(files) == 2 and all(f.stat().st_mode & 0o777 == 0o600 for f in files)  # segment, manifest: private
     assert other.pull("emb", meta.uid, torch.tensor([5, 0])).eq(2.0).all()
     creator.push("emb", meta.uid, torch.tensor([1]), torch.full((1, 4), 7.0))
     assert other.pull("emb", meta.uid, torch.tensor([1])).eq(7.0).all()  # same memory
@@ -112,7 +113,7 @@ def test_shared_memory_create_attach_recreate_and_cleanup():
         other.pull("emb", meta.uid, torch.tensor([1]))
     other.close()
     creator.close()
-    assert not [f for f in our_shm_files() if session in f]
+    assert not [f for f in shm_entries() if session in f]
 
 
 def _steps(seed=0, steps=4, n=10, batch=12, dim=3):

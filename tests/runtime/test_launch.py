@@ -14,15 +14,7 @@ import torch
 
 from leaks import child_processes
 
-from .conftest import child_env, new_session, our_shm_files, write_ip_config
-
-SCRIPTS = Path(__file__).parent / "scripts"
-
-
-def launch_argv(workspace, part_config, ip_config, command, num_trainers=1):
-    return [sys.executable, "-m", "distgraph.cli.main", "launch", "--workspace", str(workspace),
-            "--num_trainers", str(num_trainers), "--num_servers", "1", "--part_config", str(part_config),
-            "--ip_config", str(ip_config), "--num_omp_threads", "1", command]
+from .conftest import SCRIPTS, child_env, launch_argv, write_ip_config
 
 
 def by_original_id(values: torch.Tensor, part_config: Path) -> torch.Tensor:
@@ -32,19 +24,18 @@ def by_original_id(values: torch.Tensor, part_config: Path) -> torch.Tensor:
     return out
 
 
-def test_standalone_and_two_loopback_machines_give_the_same_tensors(parts, graph, tmp_path):
+def test_standalone_and_two_loopback_machines_give_the_same_tensors(parts, graph, tmp_path, launches):
     solo, multi = tmp_path / "solo", tmp_path / "multi"
     solo.mkdir(), multi.mkdir()
     subprocess.run([sys.executable, str(SCRIPTS / "ops.py"), "--out", str(solo), "--part_config", str(parts[1])],
                    env=child_env(), check=True, timeout=120)
-    ip_config = write_ip_config(tmp_path / "ip_config.txt", [2, 1])  # machine 0 has two servers
-    command = f"{sys.executable} {SCRIPTS / 'ops.py'} --out {multi}"
-    run = subprocess.run(launch_argv(tmp_path, parts[2], ip_config, command),
-                         env=child_env(DISTGRAPH_SESSION=new_session()), capture_output=True, text=True, timeout=150)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "[0/trainer/0] all_reduce 3" in run.stdout and "[1/trainer/1] all_reduce 3" in run.stdout
-    assert "still running" not in run.stderr  # servers left on their own after the goodbyes
-    assert all(re.match(r"^\[(\d/(server|trainer)/\d|launch)\] ", line) for line in run.stderr.splitlines())
+    # machine 0 has two servers
+    job = launches(tmp_path, parts[2], [2, 1], f"{sys.executable} {SCRIPTS / 'ops.py'} --out {multi}")
+    assert job.wait(150) == 0, job.output
+    out, err = "".join(job.out), "".join(job.err)
+    assert "[0/trainer/0] all_reduce 3" in out and "[1/trainer/1] all_reduce 3" in out
+    assert "still running" not in err  # servers left on their own after the goodbyes
+    assert all(re.match(r"^\[(\d/(server|trainer)/\d|launch)\] ", line) for line in err.splitlines())
     ref = torch.load(solo / "rank0.pt")
     assert torch.equal(by_original_id(ref["feat"], parts[1]), graph.ndata["feat"])
     for rank in (0, 1):
@@ -57,39 +48,25 @@ def test_standalone_and_two_loopback_machines_give_the_same_tensors(parts, graph
         assert torch.allclose(got["emb2"], ref["emb2"], atol=1e-6)
 
 
-def _launch_background(tmp_path, parts, mode):
-    ip_config = write_ip_config(tmp_path / "ip_config.txt", [1, 1])
-    argv = launch_argv(tmp_path, parts[2], ip_config, f"{sys.executable} {SCRIPTS / 'wait_or_fail.py'} {mode}")
-    return subprocess.Popen(argv, env=child_env(DISTGRAPH_SESSION=new_session()), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def _assert_job_gone():
+def _assert_job_gone(job):
     assert not child_processes(), "launcher left processes behind"
-    assert not our_shm_files()
+    assert job.left_behind() == ([], [])
 
 
-def test_first_failing_process_stops_the_job_with_its_exit_code(parts, tmp_path):
-    launcher = _launch_background(tmp_path, parts, "fail")
-    out, err = launcher.communicate(timeout=150)
-    assert launcher.returncode == 3, out + err
-    assert "[launch] 1/trainer/1 exited with code 3; stopping the job" in err
-    _assert_job_gone()
+def test_first_failing_process_stops_the_job_with_its_exit_code(parts, tmp_path, launches):
+    job = launches(tmp_path, parts[2], [1, 1], f"{sys.executable} {SCRIPTS / 'wait_or_fail.py'} fail")
+    assert job.wait(150) == 3, job.output
+    assert "[launch] 1/trainer/1 exited with code 3; stopping the job\n" in job.err
+    _assert_job_gone(job)
 
 
-def test_ctrl_c_stops_every_process(parts, tmp_path):
-    launcher = _launch_background(tmp_path, parts, "wait")
-    ready = 0
-    deadline = time.monotonic() + 150
-    while ready < 2 and time.monotonic() < deadline:  # both trainers connected
-        line = launcher.stdout.readline()
-        ready += line.rstrip().endswith("ready")
-    assert ready == 2
-    launcher.send_signal(signal.SIGINT)
-    out, err = launcher.communicate(timeout=60)
-    assert launcher.returncode == 130, out + err
-    assert "SIGINT: stopping the job" in err
-    _assert_job_gone()
+def test_ctrl_c_stops_every_process(parts, tmp_path, launches):
+    job = launches(tmp_path, parts[2], [1, 1], f"{sys.executable} {SCRIPTS / 'wait_or_fail.py'} wait")
+    job.wait_for("ready", count=2)  # both trainers connected
+    job.proc.send_signal(signal.SIGINT)
+    assert job.wait(60) == 130, job.output
+    assert "[launch] SIGINT: stopping the job\n" in job.err
+    _assert_job_gone(job)
 
 
 def test_ip_config_must_list_one_machine_per_partition(parts, tmp_path):
@@ -145,16 +122,13 @@ def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("num_samplers", [0, 1])
 def test_every_seed_once_per_epoch_across_trainers_with_and_without_sampler_processes(parts, tmp_path, num_samplers,
-                                                                                      graph):
-    ip_config = write_ip_config(tmp_path / "ip_config.txt", [1, 1])
-    argv = launch_argv(tmp_path, parts[2], ip_config, f"{sys.executable} {SCRIPTS / 'epoch_seeds.py'} {tmp_path}")
-    argv[argv.index("--num_servers"):argv.index("--num_servers")] = ["--num_samplers", str(num_samplers)]
-    proc = subprocess.run(argv, env=child_env(DISTGRAPH_SESSION=new_session()), capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+                                                                                      graph, launches):
+    job = launches(tmp_path, parts[2], [1, 1], f"{sys.executable} {SCRIPTS / 'epoch_seeds.py'} {tmp_path}",
+                   num_samplers=num_samplers)
+    assert job.wait(300) == 0, job.output[-4000:]
     seeds = torch.cat([torch.from_numpy(np.load(tmp_path / f"seeds_{r}.npy")) for r in range(2)])
     orig = torch.from_numpy(np.load(parts[2].parent / "mapping" / "node._N.npy"))
     expected = torch.nonzero(graph.ndata["train_mask"][orig]).flatten()
     assert torch.equal(seeds.sort().values, expected)  # each training node exactly once, over both trainers
     assert [int(np.load(tmp_path / f"samplers_{r}.npy")[0]) for r in range(2)] == [num_samplers] * 2
-    _assert_job_gone()
+    _assert_job_gone(job)

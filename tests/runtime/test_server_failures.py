@@ -9,14 +9,14 @@ import torch
 
 from distgraph.rpc import PeerError
 
-from .conftest import Cluster, write_ip_config
+from .conftest import Cluster
 
 TIMEOUT = 3.0
 
 
 @pytest.fixture
 def cluster(parts, tmp_path):
-    c = Cluster(parts[2], write_ip_config(tmp_path / "ip_config.txt", [1, 1]), [1, 1], timeout=TIMEOUT)
+    c = Cluster(parts[2], tmp_path / "ip_config.txt", [1, 1], timeout=TIMEOUT)
     yield c
     c.stop()
 

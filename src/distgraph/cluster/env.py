@@ -93,6 +93,7 @@ class ProcessEnv:
     lifeline_fd: int | None  # see `distributed.lifeline`
     lifeline_timeout: float | None  # None: only the pipe's end counts, not silence
     timeouts: Timeouts
+    master: tuple[str, int] | None = None  # trainers: torch.distributed's MASTER_ADDR and MASTER_PORT
     host_shm: bool = True  # read rows of other machines on this host from their shared memory
 
     @classmethod
@@ -118,6 +119,8 @@ class ProcessEnv:
             lifeline_fd=_int(env, LIFELINE_FD) if env.get(LIFELINE_FD) else None,
             lifeline_timeout=_seconds(env, LIFELINE_TIMEOUT, 0.0) if env.get(LIFELINE_TIMEOUT) else None,
             timeouts=Timeouts.from_environ(env),
+            master=(env["MASTER_ADDR"], _int(env, "MASTER_PORT")) if env.get("MASTER_ADDR") and env.get(
+                "MASTER_PORT") else None,
             host_shm=bool(_int(env, HOST_SHM, 1)),
         )
 

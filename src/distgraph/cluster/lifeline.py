@@ -82,12 +82,13 @@ def watch(fd: int, timeout: float | None, label: str, starter: str,
         return None
 
     def lost(reason: str) -> None:
-        print(f"{label}: {starter} is gone ({reason}); exiting", file=sys.stderr, flush=True)
-        try:
-            cleanup()
-        finally:
-            sys.stdout.flush()
-            os._exit(EXIT_CODE)
+        for step in (lambda: print(f"{label}: {starter} is gone ({reason}); exiting", file=sys.stderr, flush=True),
+                     cleanup, sys.stdout.flush):
+            try:
+                step()
+            except BaseException:  # noqa: BLE001  e.g. output to the dead starter's pipe: exit all the same
+                pass
+        os._exit(EXIT_CODE)
 
     def run() -> None:
         while True:

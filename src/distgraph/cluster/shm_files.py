@@ -21,7 +21,6 @@ class SegmentNamer:
 
     def __init__(self, session: str, graph_name: str, machine_id: int):
         self.stem = f"{PREFIX}.{_safe(session)}.{_safe(graph_name)}.m{machine_id}"
-
     def manifest(self, tensor: str) -> Path:
         return SHM_DIR / f"{self.stem}.{_key(tensor)}.json"
 

@@ -1,5 +1,9 @@
 """`node_split` / `edge_split`: each trainer's disjoint share of a node or edge set.
 
+A launched trainer's rank and the number of trainers come from the launcher (as DGL takes
+them from its own roles), so a script that trains sparse embeddings only, without
+torch.distributed, still gets a disjoint share.
+
 Ids are relabelled so each partition owns a contiguous range, so the sorted id list is
 already grouped by owner. With `force_even`, trainer r takes the r-th equal slice of it:
 trainers of machine m (ranks m*T .. m*T+T-1, as the launcher numbers them) get slices
@@ -16,10 +20,18 @@ from ..partition import RangePartitionBook
 
 
 def _trainer(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    """This trainer's rank and the number of trainers: as given, else as the launcher numbered
+    them (whether or not the script set up torch.distributed), else torch.distributed's, else 0 of 1."""
     if rank is None or world_size is None:
         import torch.distributed as dist
 
-        if dist.is_available() and dist.is_initialized():
+        from ..distributed.runtime import get_context, is_initialized
+
+        if is_initialized() and get_context().role == "trainer":
+            ctx = get_context()
+            rank = ctx.rank if rank is None else rank
+            world_size = ctx.num_trainers if world_size is None else world_size
+        elif dist.is_available() and dist.is_initialized():
             rank = dist.get_rank() if rank is None else rank
             world_size = dist.get_world_size() if world_size is None else world_size
         else:

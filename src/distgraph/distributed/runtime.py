@@ -30,6 +30,7 @@ from ..partition.layout import PartitionConfig
 from ..rpc.transport import Connections
 from .partition_data import publish_partition_data
 from .policy import PolicyTable
+from .rendezvous import host_rendezvous
 from .serve import serve
 
 
@@ -49,6 +50,7 @@ class Context:
     policies: PolicyTable
     timeouts: Timeouts
     servers_stopped: bool = False  # after shutdown_servers(): no goodbye to send
+    rendezvous: object | None = None  # trainer 0: torch.distributed's store (`rendezvous`)
 
     @property
     def standalone(self) -> bool:
@@ -104,6 +106,7 @@ def _connect(env: ProcessEnv) -> Context:
         raise InputError(f"{ip_config} lists {len(machines)} machines but {part_config} has "
                          f"{book.num_partitions()} partitions; they must be equal")
     spm = [m.server_count(env.num_servers) for m in machines]
+    rendezvous = host_rendezvous(env)
     policies = PolicyTable(book)
     graph_name = PartitionConfig.load(part_config).graph_name
 
@@ -120,7 +123,7 @@ def _connect(env: ProcessEnv) -> Context:
         client.close()
         raise
     return Context(env.role, env.machine_id, len(machines), env.rank, env.num_trainers * len(machines),
-                   env.num_samplers, part_config, book, client, policies, env.timeouts)
+                   env.num_samplers, part_config, book, client, policies, env.timeouts, rendezvous=rendezvous)
 
 
 def initialize(ip_config: str | None = None, num_servers: int = 1, num_workers: int = 0, *,

@@ -22,7 +22,8 @@ from typing import Callable, Sequence
 import torch
 
 from ..errors import DistGraphError, InputError
-from ..rpc.transport import Connections, Request
+from ..cluster.shm_files import SegmentNamer
+from ..rpc.transport import Connections, PeerError, Request
 from ..rpc.wire import dtype_name, parse_dtype
 from .kernels import gather_rows
 from .local import LocalChannel
@@ -54,14 +55,20 @@ class TensorHandle:
     shm: dict[int, torch.Tensor]  # machine -> its rows, for the machines whose shared memory we map
     machine_id: int
     segments: dict[int, Path] = field(default_factory=dict)  # machine -> file of its mapped rows
+    namers: dict[int, SegmentNamer] = field(default_factory=dict)  # machine -> names of its shared memory
 
     def check_mapped(self, machines) -> None:
         """Refuse a stale handle before touching mapped rows, as servers refuse stale requests:
-        deleting a tensor removes its segment file, and a re-created one gets a new file."""
+        deleting a tensor removes its segment file, and a re-created one gets a new file. When
+        none of the machine's files is left, its servers have exited (they remove them all)."""
         for m in machines:
             path = self.segments.get(m)
             if path is not None and not path.exists():
-                raise UnknownTensor(f"tensor {self.name!r} was deleted and re-created since it was looked up "
+                if not self.namers[m].all_files():
+                    raise PeerError(f"the servers of machine {m} have exited (its shared memory "
+                                    f"{self.namers[m].stem}.* is gone); the job cannot go on without them: "
+                                    f"check their output")
+                raise UnknownTensor(f"tensor {self.name!r} was deleted or re-created since it was looked up "
                                     f"(machine {m}); look it up again")
 
     @property
@@ -132,15 +139,18 @@ class KVClient:
     # ----------------------------------------------------------- definitions
     def _handle(self, name: str, shape, dtype: torch.dtype, policy: str, uids: list[str]) -> TensorHandle:
         bounds = [int(b) for b in self.resolve_policy(policy)]
+        stores = {self.machine_id: self.local_store, **self.host_stores}
         shards = {self.machine_id: self.local_store.shard(name, uids[self.machine_id])}
         for m, store in self.host_stores.items():
             try:
                 shards[m] = store.shard(name, uids[m])
             except (UnknownTensor, SharedMemoryError):  # not in this host's shared memory: its rows travel
                 pass
+        mapped = {m: s for m, s in shards.items() if s.meta.segment}
         return TensorHandle(name, tuple(shape), dtype, policy, uids, bounds,
                             slot_bounds(bounds, self.servers_per_machine), {m: s.data for m, s in shards.items()},
-                            self.machine_id, {m: SHM_DIR / s.meta.segment for m, s in shards.items() if s.meta.segment})
+                            self.machine_id, {m: SHM_DIR / s.meta.segment for m, s in mapped.items()},
+                            {m: stores[m].namer for m in mapped})
 
     def _leaders_call(self, headers: list[dict], arrays: list[list[torch.Tensor]] | None = None) -> list[dict]:
         arrays = arrays or [[] for _ in headers]

@@ -6,7 +6,8 @@ seconds and ends. Every output line is printed as `[machine/role/rank] line`. Th
 process that fails (non-zero exit) or stays stopped (SIGSTOP) stops the whole job, and
 the launcher exits with that process's code (128+N for a signal N; 1 for a stopped one);
 Ctrl-C stops the job with 130. When every trainer has succeeded, servers get a grace
-period to see the goodbyes and exit by themselves. Stopping a process means its whole
+period to see the goodbyes and exit by themselves; when a server exits cleanly while
+trainers still run (a shutdown request), the trainers get one to finish. Stopping a process means its whole
 group: SIGTERM (with SIGCONT), then SIGKILL for whatever is left after a grace period.
 Shared memory of the session is swept on every machine at the end, even after a kill.
 """
@@ -33,9 +34,10 @@ POLL_SECONDS = 0.05
 STATE_CHECK_SECONDS = 0.5  # how often process states (stopped?) are read
 STOPPED_SECONDS = 3.0  # a process stopped this long stops the job
 SERVER_GRACE_SECONDS = 30.0  # after the last trainer exits, before servers are stopped
+TRAINER_GRACE_SECONDS = 30.0  # after a server exits mid-job, before the trainers are stopped
 TERM_GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL
 RELAY_GRACE_SECONDS = 2.0  # for the last output once every process is gone
-STOPPED_EXIT_CODE = 1
+STOPPED_EXIT_CODE = 1  # also for trainers outliving the servers
 
 
 class _Interrupted(Exception):
@@ -110,7 +112,7 @@ class Job:
 
     def supervise(self) -> int:
         """Wait for the job; the exit code of the first failing process, or 0."""
-        trainers_done_at = None
+        trainers_done_at = server_gone_at = None
         next_state_check = time.monotonic()
         while True:
             states = [(r, r.proc.poll()) for r in self.running]
@@ -125,6 +127,7 @@ class Job:
             for r, rc in states:
                 if rc == 0 and r.spec.role == "server" and trainers_running and not r.reported:
                     r.reported = True
+                    server_gone_at = server_gone_at or time.monotonic()
                     self.say(f"{r.spec.label} exited (code 0) while trainers are still running; "
                              f"the trainers cannot use it any more (was it sent a shutdown?)")
             if trainers_done_at is None and not trainers_running:
@@ -133,6 +136,9 @@ class Job:
                 self.say(f"servers still running {SERVER_GRACE_SECONDS:g} s after the trainers finished "
                          f"(did the script call distgraph.initialize()?); stopping them")
                 return 0
+            if server_gone_at is not None and time.monotonic() - server_gone_at > TRAINER_GRACE_SECONDS:
+                self.say(f"trainers still running {TRAINER_GRACE_SECONDS:g} s after a server exited; stopping them")
+                return STOPPED_EXIT_CODE
             if time.monotonic() >= next_state_check:
                 next_state_check = time.monotonic() + STATE_CHECK_SECONDS
                 stuck = self._stopped_process()
