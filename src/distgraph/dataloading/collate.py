@@ -1,8 +1,14 @@
-"""Turning a batch of seed nodes or seed edges into a mini-batch (the work a sampler worker does)."""
+"""Turning a batch of seed nodes or seed edges into a mini-batch (the work a sampler worker does).
+
+Every random draw of a mini-batch (neighbours, negatives) comes from the generator passed
+with its seeds, which the loader seeds per batch: the same batch comes out the same
+whether this process or a sampler process makes it, and a run resumed from a checkpoint
+samples what the uninterrupted run sampled."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -36,11 +42,16 @@ class NodeCollator:
         return {"kind": "node", "graph_name": getattr(self.g, "graph_name", None), "fanouts": s.fanouts,
                 "replace": s.replace, "prob": s.prob}
 
-    def _hop(self, seeds: torch.Tensor, fanout: int) -> SampledEdges:
-        return sample_neighbors(self.g, seeds, fanout, replace=self.sampler.replace, prob=self.sampler.prob)
+    def _hop(self, generator: torch.Generator | None) -> Callable[[torch.Tensor, int], SampledEdges]:
+        def hop(seeds: torch.Tensor, fanout: int) -> SampledEdges:
+            return sample_neighbors(self.g, seeds, fanout, replace=self.sampler.replace, prob=self.sampler.prob,
+                                    generator=generator)
 
-    def collate(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[Block]]:
-        return self.sampler.sample_blocks(self._hop, seeds)
+        return hop
+
+    def collate(self, seeds: torch.Tensor, generator: torch.Generator | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor, list[Block]]:
+        return self.sampler.sample_blocks(self._hop(generator), seeds)
 
 
 class EdgeCollator(NodeCollator):
@@ -52,22 +63,22 @@ class EdgeCollator(NodeCollator):
     read the answer off the message-flow graph; `exclude="self"` removes the seed edges only.
     """
 
-    def __init__(self, g, sampler: MultiLayerNeighborSampler, num_negs: int = 1, exclude: str | None = "reverse",
-                 generator: torch.Generator | None = None):
+    def __init__(self, g, sampler: MultiLayerNeighborSampler, num_negs: int = 1, exclude: str | None = "reverse"):
         super().__init__(g, sampler)
         if exclude not in (None, "self", "reverse"):
             raise ValueError(f"exclude must be None, 'self' or 'reverse', got {exclude!r}")
-        self.num_negs, self.exclude, self.generator = num_negs, exclude, generator
+        self.num_negs, self.exclude = num_negs, exclude
 
     def spec(self) -> dict:
         return {**super().spec(), "kind": "edge", "num_negs": self.num_negs, "exclude": self.exclude}
 
-    def _hop_excluding(self, eids: torch.Tensor, pairs: torch.Tensor | None):
+    def _hop_excluding(self, eids: torch.Tensor, pairs: torch.Tensor | None, generator: torch.Generator | None):
         """A hop that drops the edges `eids` and those whose (src * n + dst) is in `pairs`."""
         n = self.g.num_nodes()
+        sample = self._hop(generator)
 
         def hop(seeds: torch.Tensor, fanout: int) -> SampledEdges:
-            e = self._hop(seeds, fanout)
+            e = sample(seeds, fanout)
             drop = torch.isin(e.eids, eids)
             if pairs is not None:
                 drop |= torch.isin(e.src * n + e.dst, pairs)
@@ -75,15 +86,15 @@ class EdgeCollator(NodeCollator):
 
         return hop
 
-    def collate(self, eids: torch.Tensor):
+    def collate(self, eids: torch.Tensor, generator: torch.Generator | None = None):
         src, dst = self.g.find_edges(eids)
         n = self.g.num_nodes()
         neg_src = src.repeat_interleave(self.num_negs)
-        neg_dst = torch.randint(0, n, (neg_src.numel(),), generator=self.generator)
-        hop = self._hop
+        neg_dst = torch.randint(0, n, (neg_src.numel(),), generator=generator)
+        hop = self._hop(generator)
         if self.exclude is not None:
             pairs = torch.cat([src * n + dst, dst * n + src]) if self.exclude == "reverse" else None
-            hop = self._hop_excluding(eids, pairs)
+            hop = self._hop_excluding(eids, pairs, generator)
         seeds = torch.unique(torch.cat([src, dst, neg_dst]))  # sorted: rows below are a searchsorted
         input_nodes, output_nodes, blocks = self.sampler.sample_blocks(hop, seeds)
         row = torch.searchsorted(output_nodes, torch.stack([torch.cat([src, neg_src]), torch.cat([dst, neg_dst])]))

@@ -10,6 +10,7 @@ import torch
 from ..dist_graph import DistGraph
 from ..distributed.runtime import get_context
 from ..graph import as_id_tensor
+from ..sampling.remote import MAX_SEED
 from .collate import EdgeCollator, NodeCollator
 from .neighbor_sampler import MultiLayerNeighborSampler
 from .workers import SamplerPool
@@ -34,12 +35,14 @@ class _SeedLoader:
     def __iter__(self) -> Iterator:
         order = self.seeds[torch.randperm(self.seeds.numel(), generator=self.generator)] if self.shuffle else self.seeds
         batches = [order[i * self.batch_size:(i + 1) * self.batch_size] for i in range(len(self))]
+        # one seed per batch for its random draws, so where it is sampled does not matter
+        rng_seeds = torch.randint(0, MAX_SEED, (len(batches),), generator=self.generator).tolist()
         pool = self._sampler_pool()
         if pool is not None:
-            yield from pool.run(batches)
+            yield from pool.run(batches, rng_seeds)
             return
-        for seeds in batches:
-            yield self.collator.collate(seeds)
+        for seeds, rng_seed in zip(batches, rng_seeds):
+            yield self.collator.collate(seeds, torch.Generator().manual_seed(rng_seed))
 
     def _sampler_pool(self) -> SamplerPool | None:
         """The launcher's sampler processes for this loader, or None to sample in this process
@@ -66,7 +69,7 @@ class DistEdgeDataLoader(_SeedLoader):
     def __init__(self, g, eids, graph_sampler: MultiLayerNeighborSampler, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, num_negs: int = 1, exclude: str | None = "reverse",
                  generator: torch.Generator | None = None):
-        collator = EdgeCollator(g, graph_sampler, num_negs, exclude, generator)
+        collator = EdgeCollator(g, graph_sampler, num_negs, exclude)
         super().__init__(collator, eids, batch_size, shuffle, drop_last, generator)
 
 

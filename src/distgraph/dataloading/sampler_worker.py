@@ -36,7 +36,8 @@ def main() -> None:
                 break
             ids = {"run": header.get("run"), "batch": header.get("batch")}
             try:
-                out_header, out = encode(collator.collate(arrays[0]))
+                generator = torch.Generator().manual_seed(header["seed"])
+                out_header, out = encode(collator.collate(arrays[0], generator))
                 sock.send_multipart(pack({**ids, **out_header}, out))
             except Exception as exc:  # report to the trainer, keep serving
                 sock.send_multipart(pack({**ids, "error": f"{type(exc).__name__}: {exc}"}))

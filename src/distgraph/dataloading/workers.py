@@ -122,8 +122,9 @@ class SamplerPool:
         self._wait(w, zmq.POLLOUT, self.batch_timeout, "sending it a job")
         w.sock.send_multipart(pack(header, arrays), flags=zmq.NOBLOCK)
 
-    def run(self, batches: list[torch.Tensor]) -> Iterator:
-        """Mini-batches of `batches` (seed tensors), in order; batch i is sampled by worker i mod n.
+    def run(self, batches: list[torch.Tensor], rng_seeds: list[int]) -> Iterator:
+        """Mini-batches of `batches` (seed tensors, each with the seed of its random draws), in
+        order; batch i is sampled by worker i mod n.
 
         Jobs carry (run, batch) ids, so results of a run abandoned midway are dropped."""
         if not self.workers:
@@ -140,7 +141,8 @@ class SamplerPool:
         try:
             for i in range(len(batches)):
                 while sent < len(batches) and sent < i + PREFETCH * n:
-                    self._send(self.workers[sent % n], {"run": run, "batch": sent}, [batches[sent]])
+                    self._send(self.workers[sent % n], {"run": run, "batch": sent, "seed": rng_seeds[sent]},
+                               [batches[sent]])
                     sent += 1
                 w = self.workers[i % n]
                 while True:

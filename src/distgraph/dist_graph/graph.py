@@ -25,7 +25,7 @@ from ..partition import RangePartitionBook, load_partition
 from ..partition.layout import PartitionConfig, etype_key
 from ..rpc.wire import parse_dtype
 from ..sampling import SampledEdges, sample_partition
-from ..sampling.remote import edge_weights
+from ..sampling.remote import MAX_SEED, edge_weights
 
 
 class DistGraph:
@@ -179,9 +179,10 @@ class DistGraph:
 
     # -------------------------------------------------------------- sampling
     def _sample_neighbors(self, seeds, fanout: int, edge_dir: str = "in", replace: bool = False,
-                          prob: str | None = None) -> SampledEdges:
+                          prob: str | None = None, generator: torch.Generator | None = None) -> SampledEdges:
         """One hop of in-neighbour sampling: this machine's seeds locally, the rest on their
-        owners' servers, concurrently. Seeds and results are homogeneous node ids."""
+        owners' servers (each with a seed drawn from `generator`), concurrently. Seeds and
+        results are homogeneous node ids."""
         if edge_dir != "in":
             raise InputError("partitions store in-edges, so a DistGraph samples with edge_dir='in' only")
         if prob is not None and not isinstance(prob, str):
@@ -191,10 +192,12 @@ class DistGraph:
         me = self._ctx.machine_id
         mine = owner == me
         header = {"op": "sample", "fanout": int(fanout), "replace": bool(replace), "prob": prob}
-        requests = [(int(m), header, [seeds[owner == m]]) for m in torch.unique(owner[~mine]).tolist()]
+        machines = torch.unique(owner[~mine]).tolist()
+        draws = torch.randint(0, MAX_SEED, (len(machines),), generator=generator).tolist()
+        requests = [(int(m), {**header, "seed": s}, [seeds[owner == m]]) for m, s in zip(machines, draws)]
         weights = edge_weights(self._ctx.client.local_store, self.local_partition, prob)
         local, replies = self._ctx.client.overlap(
-            requests, lambda: sample_partition(self.local_partition, seeds[mine], fanout, replace, weights))
+            requests, lambda: sample_partition(self.local_partition, seeds[mine], fanout, replace, weights, generator))
         parts = [local]
         for (machine, _, _), rep in zip(requests, replies):
             if len(rep.arrays) != 3 or any(a.dtype != torch.int64 or a.dim() != 1 for a in rep.arrays) \

@@ -16,6 +16,7 @@ from ..rpc.wire import WireError
 from .local import sample_partition
 
 MAX_FANOUT = 1 << 20
+MAX_SEED = 1 << 62  # a request's random seed lies in [0, MAX_SEED)
 
 
 def edge_weights(store: KVStore, part: Partition, prob: str | None) -> torch.Tensor | None:
@@ -42,7 +43,11 @@ def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list
             raise WireError(f"fanout must be -1 or in [0, {MAX_FANOUT}], got {fanout}")
         replace = field(header, "replace", bool)
         prob = field(header, "prob", str, optional=True)
-        e = sample_partition(part, seeds, fanout, replace, edge_weights(store, part, prob))
+        seed = field(header, "seed", int, optional=True)
+        if seed is not None and not 0 <= seed < MAX_SEED:
+            raise WireError(f"seed must be in [0, {MAX_SEED}), got {seed}")
+        generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        e = sample_partition(part, seeds, fanout, replace, edge_weights(store, part, prob), generator)
         return {}, [e.src, e.dst, e.eids]
 
     return {"sample": sample}

@@ -34,6 +34,19 @@ if samplers:
         assert "already being iterated" in str(exc), exc
     del first  # dropping the first iteration frees the loader
     assert torch.equal(torch.cat([out for _, out, _ in loader]).sort().values, outputs[0].sort().values)
+if samplers:  # a seeded loader gives the same mini-batches in sampler processes as in this process
+    def flat(loader) -> list[torch.Tensor]:
+        return [torch.cat([i, o, *(t.flatten() for b in blocks for t in (b.src_nodes, b.dst_nodes, b.edge_index,
+                                                                          b.eids))]) for i, o, blocks in loader]
+
+    def seeded():
+        return dg.DistNodeDataLoader(g, train, dg.MultiLayerNeighborSampler([3, 3]), batch_size=64, shuffle=True,
+                                     generator=torch.Generator().manual_seed(5))
+
+    pooled = flat(seeded())
+    ctx.num_samplers = 0  # loaders made from here on sample in this process
+    here = flat(seeded())
+    assert len(pooled) == len(here) > 1 and all(torch.equal(a, b) for a, b in zip(pooled, here))
 np.save(os.path.join(sys.argv[1], f"seeds_{rank}.npy"), outputs[0].numpy())
 np.save(os.path.join(sys.argv[1], f"samplers_{rank}.npy"), np.array([samplers]))
 dg.barrier()
