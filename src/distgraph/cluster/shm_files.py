@@ -22,10 +22,10 @@ class SegmentNamer:
     def __init__(self, session: str, graph_name: str, machine_id: int):
         self.stem = f"{PREFIX}.{_safe(session)}.{_safe(graph_name)}.m{machine_id}"
     def manifest(self, tensor: str) -> Path:
-        return SHM_DIR / f"{self.stem}.{_key(tensor)}.json"
+        return SHM_DIR / f"{self.stem}.{file_key(tensor)}.json"
 
     def segment(self, tensor: str, uid: str) -> str:
-        return f"{self.stem}.{_key(tensor)}.{uid}"
+        return f"{self.stem}.{file_key(tensor)}.{uid}"
 
     def all_files(self) -> list[Path]:
         return sorted(SHM_DIR.glob(f"{self.stem}.*"))
@@ -45,7 +45,7 @@ def _safe(s: str) -> str:
     return _UNSAFE.sub("_", s)[:40]
 
 
-def _key(tensor: str) -> str:
+def file_key(tensor: str) -> str:
     """Readable and collision-free: sanitised name plus a short hash of the real name."""
     return f"{_safe(tensor)}-{hashlib.sha1(tensor.encode()).hexdigest()[:8]}"
 

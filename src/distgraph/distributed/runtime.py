@@ -162,11 +162,23 @@ def is_initialized() -> bool:
 
 def barrier() -> None:
     """Wait until every trainer of the job reaches this point."""
+    all_gather(None)
+
+
+def all_gather(value=None) -> list:
+    """A barrier of every trainer that also hands each one the `value` (plain data: numbers,
+    strings, lists, maps) every trainer brought, indexed by trainer rank."""
     ctx = get_context()
     if ctx.role == "sampler":
         raise DistGraphError("samplers do not take part in barriers; call barrier() from trainers only")
-    if not ctx.standalone:
-        ctx.client.barrier(ctx.num_trainers, ctx.timeouts.barrier)
+    if ctx.standalone:
+        return [value]
+    got = ctx.client.barrier(ctx.num_trainers, ctx.timeouts.barrier, {"rank": ctx.rank, "value": value})
+    by_rank = {v["rank"]: v["value"] for v in got if isinstance(v, dict) and "rank" in v}
+    if sorted(by_rank) != list(range(ctx.num_trainers)):
+        raise DistGraphError(f"a barrier of {ctx.num_trainers} trainers saw ranks {sorted(by_rank)}: another "
+                             f"client is calling barriers in this job")
+    return [by_rank[r] for r in range(ctx.num_trainers)]
 
 
 def shutdown_servers() -> None:

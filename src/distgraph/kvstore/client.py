@@ -126,11 +126,17 @@ class KVClient:
             self._flush_deletes()
             self.channel.call([Request(p, {"op": "goodbye"}) for p in range(len(self.channel.peers))])
 
-    def barrier(self, parties: int, timeout: float) -> None:
-        """Wait until `parties` clients reached the barrier (held by server 0 of machine 0)."""
+    def barrier(self, parties: int, timeout: float, value=None) -> list:
+        """Wait until `parties` clients reached the barrier (held by server 0 of machine 0); returns
+        the `value` each of them brought (plain data: None, numbers, strings, lists, maps), in
+        the order they arrived."""
         with self._guard():
             self._flush_deletes()
-            self.channel.call([Request(0, {"op": "barrier", "parties": parties})], timeout)
+            (reply,) = self.channel.call([Request(0, {"op": "barrier", "parties": parties, "value": value})], timeout)
+            values = reply.header.get("values")
+            if not isinstance(values, list) or len(values) != parties:
+                raise DistGraphError(f"the barrier answered with {values!r}, not {parties} values")
+            return values
 
     def shutdown_servers(self) -> None:
         with self._guard():
@@ -342,6 +348,16 @@ class KVClient:
             for m, a, b in spans_shm:
                 h.shm[m].index_copy_(0, grouped[a:b] - h.bounds[m], values[a:b])
             self.channel.wait(batch)
+
+    def each_server(self, h: TensorHandle, header: Callable[[int], dict]) -> list[tuple[int, dict]]:
+        """Send `header(machine)` about tensor `h` to every server of every machine at once;
+        (machine, reply header) of each, machine-major. For checkpoints, which every server
+        writes and reads its own slice of."""
+        with self._guard():
+            reqs = [Request(slot, {**header(m), "name": h.name, "uid": h.uids[m]})
+                    for slot, m in enumerate(self.slot_machine)]
+            replies = self.channel.call(reqs, self.slow_timeout)
+            return [(m, r.header) for m, r in zip(self.slot_machine, replies)]
 
     def _stores(self) -> tuple[KVStore, ...]:
         """Every store this client maps: this machine's, then those of same-host machines."""

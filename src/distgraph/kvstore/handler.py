@@ -7,14 +7,17 @@ in-process channel of standalone mode.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
 from ..errors import DistGraphError, InputError
 from ..rpc.wire import WireError, dtype_name, parse_dtype, parse_shape
+from . import snapshot
 from .shm import TensorMeta
 from .store import KVStore
 
@@ -42,6 +45,14 @@ def _name(header: dict) -> str:
     return name
 
 
+def _directory(header: dict) -> Path:
+    """A checkpoint directory: an absolute path (servers and clients may run in other folders)."""
+    d = field(header, "dir", str)
+    if not os.path.isabs(d) or "\0" in d or len(d) > 4096:
+        raise WireError(f"checkpoint directory must be an absolute path, got {d!r}")
+    return Path(d)
+
+
 def expect_arrays(arrays: list[torch.Tensor], count: int, op: str) -> list[torch.Tensor]:
     """The request's arrays, checked to be exactly `count` of them."""
     if len(arrays) != count:
@@ -55,13 +66,15 @@ def meta_fields(meta: TensorMeta) -> dict:
 
 
 class RequestHandler:
-    """Data operations on a `KVStore`: create, lookup, pull, push, delete, list, ping."""
+    """Data operations on a `KVStore`: create, lookup, pull, push, delete, list, ping, and the
+    checkpoint operations save and load (of this server's slice)."""
 
     def __init__(self, store: KVStore):
         self.store = store
         self._ops: dict[str, Callable[[dict, list], tuple[dict, list]]] = {
             "create": self._create, "lookup": self._lookup, "pull": self._pull, "push": self._push,
             "delete": self._delete, "list": self._list, "ping": self._ping,
+            "save": self._save, "load": self._load, "drop": self._drop,
         }
 
     def add_op(self, op: str, fn: Callable[[dict, list], tuple[dict, list]]) -> None:
@@ -123,6 +136,23 @@ class RequestHandler:
     def _list(self, header: dict, arrays: list) -> tuple[dict, list]:
         expect_arrays(arrays, 0, "list")
         return {"tensors": [meta_fields(m) for m in self.store.metas()]}, []
+
+    def _save(self, header: dict, arrays: list) -> tuple[dict, list]:
+        expect_arrays(arrays, 0, "save")
+        piece = self.store.save_piece(_name(header), field(header, "uid", str, optional=True), _directory(header))
+        return {"piece": piece.to_json()}, []
+
+    def _load(self, header: dict, arrays: list) -> tuple[dict, list]:
+        expect_arrays(arrays, 0, "load")
+        pieces = [snapshot.Piece.from_json(p) for p in field(header, "pieces", list)]
+        self.store.load_pieces(_name(header), field(header, "uid", str, optional=True), _directory(header), pieces,
+                               field(header, "apply", bool))
+        return {}, []
+
+    def _drop(self, header: dict, arrays: list) -> tuple[dict, list]:
+        expect_arrays(arrays, 0, "drop")
+        self.store.drop_pieces(_name(header), _directory(header))
+        return {}, []
 
     def _ping(self, header: dict, arrays: list) -> tuple[dict, list]:
         return {"machine_id": self.store.machine_id, "server_id": self.store.server_id}, []

@@ -42,6 +42,8 @@ def check_spec(spec: Any) -> dict:
 class Adagrad:
     """sum += g²; w -= lr · g / (√sum + eps) — equal to dense `torch.optim.Adagrad` on the rows."""
 
+    FIELDS = ("sum",)  # the state, one row per row of the server's slice (checkpoints save these)
+
     def __init__(self, rows: int, row_shape: tuple[int, ...], dtype: torch.dtype):
         self.sum = torch.zeros((rows, *row_shape), dtype=dtype)
 
@@ -52,6 +54,8 @@ class Adagrad:
 
 class Adam:
     """Lazy Adam with a step count per row (rows without gradient keep their moments)."""
+
+    FIELDS = ("m", "v", "t")
 
     def __init__(self, rows: int, row_shape: tuple[int, ...], dtype: torch.dtype):
         self.m = torch.zeros((rows, *row_shape), dtype=dtype)

@@ -25,6 +25,7 @@ ROLES = ("trainer", "sampler", "client")
 class _Barrier:
     parties: int = 0
     waiting: list[tuple[bytes, int]] = field(default_factory=list)
+    values: list = field(default_factory=list)  # what each party brought, handed to all (never read here)
 
 
 class KVServer:
@@ -103,10 +104,11 @@ class KVServer:
             return {"ok": False, "error": f"barrier with {parties} parties while {self.barrier.parties} are expected"}
         self.barrier.parties = parties
         self.barrier.waiting.append((identity, rid))
+        self.barrier.values.append(header.get("value"))
         if len(self.barrier.waiting) < parties:
             return None  # answered when the last party arrives
         for ident, r in self.barrier.waiting:
-            self.socket.send(ident, {"rid": r, "ok": True})
+            self.socket.send(ident, {"rid": r, "ok": True, "values": self.barrier.values})
         self.barrier = _Barrier()
         return None
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
 
 from ..errors import InputError
-from . import initializers, kernels, optimizers
+from . import initializers, kernels, optimizers, snapshot
 from .routing import server_slices
 from .shm import SegmentNamer, TensorMeta, attach_segment, create_segment, publish, read_manifest, unlink
 
@@ -181,6 +182,24 @@ class KVStore:
             state = shard.states[spec["kind"]] = optimizers.OPTIMIZERS[spec["kind"]](
                 hi - lo, tuple(shard.meta.shape[1:]), shard.meta.dtype)
         state.step(shard.data, local, local - lo, values, spec)
+
+
+    # ------------------------------------------------------------ checkpoints
+    def save_piece(self, name: str, uid: str | None, directory: Path) -> snapshot.Piece:
+        """Write this server's slice of `name` (rows and optimiser state) into checkpoint `directory`."""
+        shard = self.shard(name, uid)
+        return snapshot.save_piece(name, shard.data, shard.states, shard.first_row, shard.own, self.machine_id,
+                                   directory)
+
+    def load_pieces(self, name: str, uid: str | None, directory: Path, pieces: list[snapshot.Piece],
+                    apply: bool) -> None:
+        """Check (and with `apply`, restore) this server's slice of `name` from checkpoint pieces."""
+        shard = self.shard(name, uid)
+        snapshot.load_pieces(shard.data, shard.states, shard.first_row, shard.own, directory, pieces, apply)
+
+    def drop_pieces(self, name: str, directory: Path) -> None:
+        """Remove this machine's pieces of `name` from an old checkpoint."""
+        snapshot.drop_pieces(name, self.machine_id, directory)
 
 
 def _coalesce(rows: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

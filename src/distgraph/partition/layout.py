@@ -7,6 +7,7 @@ and dtypes), so a bad partition fails at load with the file named, not deep in t
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -121,6 +122,12 @@ class PartitionConfig:
     @property
     def canonical_etypes(self) -> list[tuple[str, str, str]]:
         return [tuple(c) for c in _get(self.raw, "etypes", self.path)]
+
+    def fingerprint(self) -> str:
+        """Identifies the partitioning (graph, number of parts, every id range): a checkpoint
+        taken on one loads only onto the same."""
+        key = {k: self.raw.get(k) for k in ("graph_name", "num_parts", "node_map", "edge_map")}
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
     def part(self, p: int) -> dict:
         if not 0 <= p < self.num_parts:
