@@ -1,8 +1,9 @@
-"""Set-up shared by the GraphSAGE examples: runtime, DDP and the cross-trainer sums."""
+"""Set-up shared by the GraphSAGE examples: runtime, DDP, the cross-trainer sums, checkpoints."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 
 import torch
@@ -24,12 +25,21 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--lr", type=float, default=0.003)
     ap.add_argument("--dropout", type=float, default=0.5)
     ap.add_argument("--num_threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
+    ap.add_argument("--seed", type=int, default=0, help="seed of the model's initialisation, sampling and dropout")
+    ap.add_argument("--checkpoint_dir", help="save a checkpoint (model, optimizer, random state) into this folder")
+    ap.add_argument("--checkpoint_interval", type=int, default=1, help="epochs between checkpoints")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue from the newest complete checkpoint in --checkpoint_dir (from scratch if none)")
 
 
 def start(args: argparse.Namespace) -> tuple[dg.DistGraph, bool, int]:
     """initialize(), the process group when launched, and the graph: (g, distributed, rank)."""
+    if args.resume and not args.checkpoint_dir:
+        raise SystemExit("--resume needs --checkpoint_dir")
+    if args.checkpoint_interval < 1:
+        raise SystemExit(f"--checkpoint_interval must be at least 1, got {args.checkpoint_interval}")
     torch.set_num_threads(args.num_threads)
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     dg.initialize(args.ip_config, part_config=args.part_config)
     distributed = "RANK" in os.environ and "MASTER_ADDR" in os.environ
     if distributed:
@@ -58,3 +68,39 @@ def all_sum(values: list[float], distributed: bool) -> list[float]:
 
 def fanouts(args: argparse.Namespace) -> list[int]:
     return [int(f) for f in args.fan_out.split(",")]
+
+
+class Checkpoints:
+    """Epoch checkpoints of a run (`--checkpoint_dir`, `--checkpoint_interval`, `--resume`): the
+    dense model and optimizer, the random state, and any DistEmbeddings with their optimizer state."""
+
+    def __init__(self, args: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Optimizer,
+                 embeddings: list = ()):
+        self.dir = dg.CheckpointDir(args.checkpoint_dir) if args.checkpoint_dir else None
+        self.interval, self.resume = args.checkpoint_interval, args.resume
+        self.model, self.opt, self.embeddings = model, opt, list(embeddings)
+
+    def start_epoch(self) -> int:
+        """0, or with --resume the epoch after the newest checkpoint (whose state is restored)."""
+        found = self.dir.load_latest(self.embeddings) if self.resume else None
+        if found is None:
+            return 0
+        epoch, state = found
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["opt"])
+        torch.set_rng_state(state["rng"])
+        print(f"resumed from {self.dir.path(epoch)}", flush=True)
+        return epoch + 1
+
+    def end_epoch(self, epoch: int, last: bool) -> None:
+        if self.dir is not None and ((epoch + 1) % self.interval == 0 or last):
+            self.dir.save(epoch, self.embeddings, {"model": self.model.state_dict(), "opt": self.opt.state_dict(),
+                                                   "rng": torch.get_rng_state()})
+
+
+def digest(model: torch.nn.Module) -> str:
+    """A short hash of every parameter's bytes: equal digests mean bitwise-equal models."""
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.detach().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]

@@ -14,7 +14,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from common import add_common_args, all_sum, fanouts, finish, start, wrap
+from common import Checkpoints, add_common_args, all_sum, digest, fanouts, finish, start, wrap
 from tqdm import tqdm
 
 import distgraph as dg
@@ -51,7 +51,8 @@ def main() -> None:
     model = wrap(dg.nn.GraphSAGE(in_feats, args.num_hidden, num_classes, args.num_layers, args.dropout), distributed)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     loader = dg.DistNodeDataLoader(g, train_nid, sampler, batch_size=args.batch_size, shuffle=True)
-    for epoch in range(args.num_epochs):
+    checkpoints = Checkpoints(args, model, opt)
+    for epoch in range(checkpoints.start_epoch(), args.num_epochs):
         begin = time.perf_counter()
         bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False)
         for inputs, outputs, blocks in bar:
@@ -65,9 +66,11 @@ def main() -> None:
         if rank == 0:
             print(f"epoch {epoch}: {len(loader)} steps in {seconds:.2f} s, loss {loss.item():.3f}, "
                   f"val acc {correct / max(total, 1):.4f}", flush=True)
+        checkpoints.end_epoch(epoch, epoch == args.num_epochs - 1)
     correct, total = all_sum(list(evaluate(model, g, test_nid, sampler, args.batch_size_eval)), distributed)
     if rank == 0:
-        print(f"test acc {correct / max(total, 1):.4f} ({int(total)} test nodes)", flush=True)
+        print(f"test acc {correct / max(total, 1):.4f} ({int(total)} test nodes); model digest {digest(model)}",
+              flush=True)
     finish(distributed)
 
 

@@ -17,7 +17,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from common import add_common_args, all_sum, fanouts, finish, start, wrap
+from common import Checkpoints, add_common_args, all_sum, digest, fanouts, finish, start, wrap
 from tqdm import tqdm
 
 import distgraph as dg
@@ -68,7 +68,8 @@ def main() -> None:
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     loader = dg.DistEdgeDataLoader(g, train_eid, sampler, batch_size=args.batch_size, shuffle=True,
                                    num_negs=args.num_negs)
-    for epoch in range(args.num_epochs):
+    checkpoints = Checkpoints(args, model, opt)
+    for epoch in range(checkpoints.start_epoch(), args.num_epochs):
         begin = time.perf_counter()
         bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False)
         for inputs, pos, neg, blocks in bar:
@@ -85,6 +86,9 @@ def main() -> None:
         if rank == 0:
             print(f"epoch {epoch}: {len(loader)} steps in {seconds:.2f} s, loss {loss.item():.3f}, "
                   f"held-out AUC {wins / max(pairs, 1):.4f}", flush=True)
+        checkpoints.end_epoch(epoch, epoch == args.num_epochs - 1)
+    if rank == 0:
+        print(f"model digest {digest(model)}", flush=True)
     finish(distributed)
 
 
