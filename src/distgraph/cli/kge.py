@@ -64,6 +64,10 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     a("--test", action="store_true", help="evaluate on the test set after training")
     _add_run_args(p, d)
     a("--seed", type=int, default=d["seed"], help="seed of initialisation, edge split and sampling")
+    a("--checkpoint_dir", default=d["checkpoint_dir"], help="save a checkpoint into this folder every "
+                                                            "--checkpoint_interval steps (the newest two are kept)")
+    a("--checkpoint_interval", type=int, default=d["checkpoint_interval"], help="steps between checkpoints")
+    a("--resume", action="store_true", help="continue from the newest complete checkpoint in --checkpoint_dir")
 
 
 def register(subparsers) -> None:

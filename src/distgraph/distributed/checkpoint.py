@@ -57,7 +57,7 @@ def _partition(ctx: Context) -> dict:
     return {"graph_name": cfg.graph_name, "num_parts": cfg.num_parts, "fingerprint": cfg.fingerprint()}
 
 
-def _write_atomically(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
+def write_atomically(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
     """Write a file through a temporary one and a rename: readers see all of it or nothing."""
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     try:
@@ -109,7 +109,7 @@ def save_checkpoint(path: str | Path, tensors: Sequence[DistTensor | DistEmbeddi
 
     def write() -> dict | None:
         path.mkdir(parents=True, exist_ok=True)
-        _write_atomically(_trainer_file(path, ctx.rank), lambda f: torch.save(state or {}, f))
+        write_atomically(_trainer_file(path, ctx.rank), lambda f: torch.save(state or {}, f))
         if ctx.rank != 0:
             return None
         return {h.name: [Piece.from_json(reply["piece"]).to_json()
@@ -124,7 +124,7 @@ def save_checkpoint(path: str | Path, tensors: Sequence[DistTensor | DistEmbeddi
         manifest = {"format_version": FORMAT_VERSION, "partition": _partition(ctx), "num_trainers": ctx.num_trainers,
                     "tensors": {h.name: {"shape": list(h.shape), "dtype": dtype_name(h.dtype), "policy": h.policy,
                                          "pieces": pieces[h.name]} for h in handles}}
-        _write_atomically(path / MANIFEST, lambda f: json.dump(manifest, f, indent=1), "w")
+        write_atomically(path / MANIFEST, lambda f: json.dump(manifest, f, indent=1), "w")
 
     _collective(ctx, publish)
     return path
@@ -229,6 +229,16 @@ def remove_checkpoint(path: str | Path, tensors: Sequence[DistTensor | DistEmbed
         shutil.rmtree(path, ignore_errors=True)
 
 
+def step_path(root: Path, step: int) -> Path:
+    """Where checkpoint `step` of a run lives in its checkpoint folder."""
+    return root / f"step-{step:010d}"
+
+
+def complete_steps(root: Path) -> list[int]:
+    """Steps of the complete checkpoints in a checkpoint folder, oldest first."""
+    return sorted(int(p.name[5:]) for p in root.glob("step-*") if p.name[5:].isdigit() and (p / MANIFEST).is_file())
+
+
 class CheckpointDir:
     """Numbered checkpoints `step-<N>` in one folder, of which the newest `keep` are kept."""
 
@@ -239,14 +249,10 @@ class CheckpointDir:
         self.keep = keep
 
     def path(self, step: int) -> Path:
-        return self.root / f"step-{step:010d}"
+        return step_path(self.root, step)
 
     def _complete_steps(self) -> list[int]:
-        steps = []
-        for p in self.root.glob("step-*"):
-            if p.name[5:].isdigit() and (p / MANIFEST).is_file():
-                steps.append(int(p.name[5:]))
-        return sorted(steps)
+        return complete_steps(self.root)
 
     def save(self, step: int, tensors: Sequence[DistTensor | DistEmbedding], state: dict | None = None) -> Path:
         """Save checkpoint `step`, then remove the complete ones beyond the newest `keep`."""

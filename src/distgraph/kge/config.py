@@ -44,11 +44,16 @@ class TrainConfig:
     regularization_coef: float = 2e-6
     regularization_norm: int = 3
     seed: int = 0
+    checkpoint_dir: str | None = None
+    checkpoint_interval: int = 1000
+    resume: bool = False
 
     def check(self) -> TrainConfig:
         """Reject settings that cannot run, naming the flag."""
         _positive(self, "max_step", "batch_size", "batch_size_eval", "neg_sample_size", "log_interval",
-                  "eval_interval", "num_proc", "num_thread", "hidden_dim")
+                  "eval_interval", "num_proc", "num_thread", "hidden_dim", "checkpoint_interval")
+        if self.resume and not self.checkpoint_dir:
+            raise InputError("--resume needs --checkpoint_dir (the folder of the run to continue)")
         if self.lr <= 0:
             raise InputError(f"--lr must be positive, got {self.lr}")
         if self.regularization_coef < 0 or self.regularization_norm < 0:

@@ -18,6 +18,7 @@ from .models import KGEModel, create_model
 from .params import KGEParams
 from .report import Reporter
 from .runner import run_tasks
+from .checkpoint import KGECheckpoints
 from .save import load_model, make_model_dir, save_model
 from .train import Worker
 
@@ -87,10 +88,16 @@ def train_kge(cfg: TrainConfig, out: TextIO | None = None) -> RunResult:
     filt = TripleFilter.build(_known(data), data.n_relations) if cfg.valid or cfg.test else None
     if filt is not None and share:
         filt.share_memory_()
-    workers = [Worker(model, params, cfg, tr, va, te, filt) for tr, va, te in
+    checkpoints = KGECheckpoints(Path(cfg.checkpoint_dir), cfg.checkpoint_interval) if cfg.checkpoint_dir else None
+    resume = [None] * cfg.num_proc
+    if cfg.resume and checkpoints.latest() is not None:
+        step = checkpoints.latest()
+        resume = checkpoints.load(step, cfg, params)
+        reporter.write(f"Resume from {checkpoints.root} at step {step}")
+    workers = [Worker(model, params, cfg, tr, va, te, filt, checkpoints, rs) for tr, va, te, rs in
                zip(_split(train, cfg.num_proc, share), _split(_triples(data.valid) if cfg.valid else None,
                                                               cfg.num_proc, share),
-                   _split(_triples(data.test) if cfg.test else None, cfg.num_proc, share))]
+                   _split(_triples(data.test) if cfg.test else None, cfg.num_proc, share), resume)]
 
     save_dir = None if cfg.no_save_emb else make_model_dir(cfg.save_path, cfg.model_name, cfg.dataset)
 

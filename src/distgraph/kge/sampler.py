@@ -78,6 +78,17 @@ class ChunkSampler:
         self.pos = self.batch_size - len(head)
         return torch.cat([head, self.order[:self.pos]])
 
+    def state(self) -> dict:
+        """Where the stream is (for checkpoints): position, order, step and random state."""
+        return {"order": self.order.clone(), "pos": self.pos, "step": self.step, "gen": self.gen.get_state()}
+
+    def restore(self, state: dict) -> None:
+        """Continue the stream from a `state()`."""
+        if state["order"].shape != self.order.shape:
+            raise InputError("the checkpoint's sampler state is for another split of the training triples")
+        self.order, self.pos, self.step = state["order"], int(state["pos"]), int(state["step"])
+        self.gen.set_state(state["gen"])
+
     def __iter__(self) -> ChunkSampler:
         return self
 

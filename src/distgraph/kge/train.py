@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from ..malloc import keep_freed_memory
+from .checkpoint import KGECheckpoints
 from .config import TrainConfig
 from .evaluate import TripleFilter, evaluate
 from .loss import add_regularization_grad, kge_loss
@@ -86,6 +87,8 @@ class Worker:
     valid: Tensor | None
     test: Tensor | None
     filt: TripleFilter | None
+    checkpoints: KGECheckpoints | None = None
+    resume: dict | None = None  # this process's state in the checkpoint the run continues from
 
     def run(self, rank: int, emit: Emit, barrier=None) -> None:
         """Train (if given triples), then test this process's slice once every process has trained."""
@@ -105,8 +108,13 @@ class Worker:
         sampler = ChunkSampler(self.train, len(self.params.tables["entity"]), cfg.batch_size, cfg.neg_sample_size,
                                cfg.neg_deg_sample, seed=(cfg.seed + 1) * 1_000_003 + rank)
         acc = torch.zeros(len(STATS))
+        first = 1
+        if self.resume is not None:
+            sampler.restore(self.resume["sampler"])
+            acc.copy_(self.resume["log_sums"])
+            first = self.resume["step"] + 1
         t_log = t_progress = time.perf_counter()
-        for step in range(1, cfg.max_step + 1):
+        for step in range(first, cfg.max_step + 1):
             acc += train_step(self.model, self.params, next(sampler), cfg)
             now = time.perf_counter()
             if now - t_progress >= _PROGRESS_SECONDS:
@@ -124,5 +132,17 @@ class Worker:
                 emit(("metrics", rank, f"Valid (step {step})",
                       evaluate(self.model, self.params, self.valid, self.filt, cfg.batch_size_eval)))
                 _wait(barrier)
+            if self.checkpoints is not None and self.checkpoints.due(step, cfg.max_step):
+                self._checkpoint(rank, step, sampler, acc, barrier)
         emit(("progress", rank, cfg.max_step))
-        return cfg.max_step, cfg.max_step * sampler.batch_size
+        return cfg.max_step - first + 1, (cfg.max_step - first + 1) * sampler.batch_size
+
+    def _checkpoint(self, rank: int, step: int, sampler: ChunkSampler, acc: Tensor, barrier) -> None:
+        """Every process writes its state while all are paused; process 0 the tables, then publishes."""
+        _wait(barrier)
+        self.checkpoints.save_worker(step, rank, {"step": step, "sampler": sampler.state(), "log_sums": acc.clone()})
+        if rank == 0:
+            self.checkpoints.save_tables(step, self.params)
+        _wait(barrier)
+        if rank == 0:
+            self.checkpoints.publish(step, self.cfg)
