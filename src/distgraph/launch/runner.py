@@ -35,6 +35,7 @@ STATE_CHECK_SECONDS = 0.5  # how often process states (stopped?) are read
 STOPPED_SECONDS = 3.0  # a process stopped this long stops the job
 SERVER_GRACE_SECONDS = 30.0  # after the last trainer exits, before servers are stopped
 TRAINER_GRACE_SECONDS = 30.0  # after a server exits mid-job, before the trainers are stopped
+REPORT_SECONDS = 5.0  # a server exited that long ago and trainers still run: say so
 TERM_GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL
 RELAY_GRACE_SECONDS = 2.0  # for the last output once every process is gone
 STOPPED_EXIT_CODE = 1  # also for trainers outliving the servers
@@ -59,7 +60,7 @@ class Running:
     lifeline: Lifeline
     relays: list[threading.Thread] = field(default_factory=list)
     stopped_since: float | None = None
-    reported: bool = False  # an early clean exit was already reported
+    reported: bool = False  # a clean exit while trainers still ran was reported
 
     def group_alive(self) -> bool:
         return self.proc.poll() is None or bool(members(self.proc.pid))
@@ -124,12 +125,16 @@ class Job:
             if all(rc == 0 for _, rc in states):
                 return 0
             trainers_running = any(rc is None for r, rc in states if r.spec.role == "trainer")
-            for r, rc in states:
-                if rc == 0 and r.spec.role == "server" and trainers_running and not r.reported:
-                    r.reported = True
-                    server_gone_at = server_gone_at or time.monotonic()
-                    self.say(f"{r.spec.label} exited (code 0) while trainers are still running; "
-                             f"the trainers cannot use it any more (was it sent a shutdown?)")
+            gone = [r for r, rc in states if rc == 0 and r.spec.role == "server"]
+            if gone and trainers_running:
+                server_gone_at = server_gone_at or time.monotonic()
+                unreported = [r for r in gone if not r.reported]
+                # trainers take a moment to exit after their goodbyes, which end the servers
+                if unreported and time.monotonic() - server_gone_at > REPORT_SECONDS:
+                    for r in unreported:
+                        r.reported = True
+                    self.say(f"{', '.join(r.spec.label for r in unreported)} exited (code 0) while trainers are "
+                             f"still running; the trainers cannot use them any more (was a shutdown sent?)")
             if trainers_done_at is None and not trainers_running:
                 trainers_done_at = time.monotonic()
             if trainers_done_at is not None and time.monotonic() - trainers_done_at > SERVER_GRACE_SECONDS:

@@ -75,7 +75,7 @@ elif mode == "shutdown":
         except dg.DistGraphError as exc:
             print(f"{type(exc).__name__}: {exc}", flush=True)
     else:
-        time.sleep(3)
+        time.sleep(8)  # still running when the launcher reports the servers' exit
 elif mode == "split":
     share = dg.node_split(g.ndata["train_mask"], book)
     np.save(os.path.join(sys.argv[2], f"share_{ctx.rank}.npy"), share.numpy())
