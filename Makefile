@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := demo-out
 
-.PHONY: demo test clean
+.PHONY: demo test test-cluster clean
 
 $(STAMP): pyproject.toml setup.py $(wildcard src/distgraph/native/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,12 @@ demo: $(STAMP)
 		"$(CURDIR)/$(PY) examples/graphsage/train_dist.py --graph_name sbm --num_epochs 4 --lr 0.01 --batch_size 500"
 
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q tests
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q tests --ignore=tests/cluster
+
+# 3 test hosts on this machine (network and mount namespaces, an sshd each): needs root.
+test-cluster: $(STAMP)
+	@test -x /usr/sbin/sshd || test "$$(id -u)" != 0 || apt-get install -y -q openssh-server > /dev/null
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -rs tests/cluster
 
 clean:
 	rm -rf $(DEMO)

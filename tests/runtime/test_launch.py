@@ -91,9 +91,9 @@ def test_cli_keeps_the_command_given_after_extra_envs(monkeypatch):
 
 
 def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path, monkeypatch):
-    from distgraph.cluster.lifeline import Lifeline
-    from distgraph.launch import LaunchOptions, make_plan
-    from distgraph.launch.runner import Job
+    from distgraph.launch import LaunchOptions, SshOptions, make_plan
+    from distgraph.launch.ssh import python_module_line
+    from distgraph.partition.layout import PartitionConfig
 
     monkeypatch.setenv("DISTGRAPH_HOST_SHM", "0")  # forwarded to every process, remote ones too
 
@@ -109,15 +109,15 @@ def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path, monkeypatch):
     assert t3.env["DISTGRAPH_MACHINE_ID"] == "1" and t3.env["NCCL_DEBUG"] == "INFO"
     assert plan.processes[1].env["DISTGRAPH_SERVER_ID"] == "1"
     assert plan.processes[0].command.endswith("-m distgraph.server")
-    lifeline = Lifeline()
-    argv, env, stdin = Job(plan, 2222, "bob")._argv(t3, lifeline)
-    assert env is None and stdin == lifeline.read_fd  # the ssh client's stdin is the lifeline
-    lifeline.close()
-    assert argv[0] == "ssh" and "bob@192.0.2.7" in argv and "2222" in argv
-    assert argv[-1].startswith(f"cd {tmp_path} && exec 3<&0 </dev/null && ") and "DISTGRAPH_ROLE=trainer" in argv[-1]
-    assert "DISTGRAPH_LIFELINE_FD=3" in argv[-1]
-    assert "DISTGRAPH_HOST_SHM=0" in argv[-1] and t3.env["DISTGRAPH_HOST_SHM"] == "0"
-    assert argv[-1].endswith(" python3 train.py")
+    assert plan.check == {"part_config": str(parts[2]), "num_parts": 2,
+                          "fingerprint": PartitionConfig.load(parts[2]).fingerprint()}
+    # the other host's processes are started by its agent, over one ssh session whose command
+    # line holds no variable: their environments travel on its standard input
+    argv = SshOptions(2222, "bob", "/keys/id", None).argv("192.0.2.7", python_module_line("/py", "distgraph.launch.agent"))
+    assert argv[0] == "ssh" and argv[-2:] == ["bob@192.0.2.7", "exec /py -m distgraph.launch.agent"]
+    assert "StrictHostKeyChecking=accept-new" in argv and ["-p", "2222"] == argv[argv.index("-p"):argv.index("-p") + 2]
+    assert ["-i", "/keys/id"] == argv[argv.index("-i"):argv.index("-i") + 2]
+    assert t3.env["DISTGRAPH_HOST_SHM"] == "0" and t3.command == "python3 train.py"
 
 
 @pytest.mark.parametrize("num_samplers", [0, 1])

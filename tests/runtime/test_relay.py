@@ -2,7 +2,6 @@
 PROGRESS_SECONDS per stream, and the last one before the bar finishes or is cleared)."""
 
 import io
-import threading
 
 from distgraph.launch.relay import PROGRESS_SECONDS, LineRelay
 
@@ -17,7 +16,7 @@ class Clock:
 
 def relay():
     out, clock = io.StringIO(), Clock()
-    return LineRelay(out, "[0/trainer/0]", threading.Lock(), clock), out, clock
+    return LineRelay(lambda text: out.write(f"[0/trainer/0] {text}\n"), clock), out, clock
 
 
 def test_lines_are_prefixed_and_split_across_reads():

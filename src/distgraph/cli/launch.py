@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..launch import LaunchOptions, launch
+from .copy import add_ssh_args, ssh_options
 
 
 def register(subparsers) -> None:
@@ -24,8 +25,7 @@ def register(subparsers) -> None:
     p.add_argument("--num_server_threads", type=int, default=1, help="OMP threads per server")
     p.add_argument("--num_omp_threads", type=int, default=None,
                    help="OMP threads per trainer (default: CPUs / 2 / num_trainers)")
-    p.add_argument("--ssh_port", type=int, default=22)
-    p.add_argument("--ssh_username", default="", help="user for ssh to remote machines")
+    add_ssh_args(p)
     p.add_argument("--extra_envs", nargs="+", default=[], metavar="NAME=VALUE",
                    help="extra environment variables for every process")
     p.add_argument("--master_port", type=int, default=None,
@@ -43,5 +43,5 @@ def run(args: argparse.Namespace) -> int:
     return launch(LaunchOptions(
         workspace=args.workspace, command=" ".join(words), part_config=args.part_config, ip_config=args.ip_config,
         num_trainers=args.num_trainers, num_servers=args.num_servers, num_samplers=args.num_samplers,
-        num_server_threads=args.num_server_threads, num_omp_threads=args.num_omp_threads, ssh_port=args.ssh_port,
-        ssh_username=args.ssh_username, extra_envs=extra_envs, master_port=args.master_port))
+        num_server_threads=args.num_server_threads, num_omp_threads=args.num_omp_threads, ssh=ssh_options(args),
+        extra_envs=extra_envs, master_port=args.master_port))

@@ -9,7 +9,7 @@ import sys
 from ..errors import DistGraphError
 
 # Each module exposes `register(subparsers)`, which adds its parser and sets `func`.
-SUBCOMMANDS = ("generate", "partition", "launch", "kge")
+SUBCOMMANDS = ("generate", "partition", "copy", "launch", "kge")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,6 +30,22 @@ def is_local(host: str) -> bool:
     return False
 
 
+def interface_of(host: str) -> str | None:
+    """The name of this host's network interface that holds address `host` (a name is resolved)."""
+    try:
+        addrs = {info[4][0].split("%")[0] for info in socket.getaddrinfo(host, None)}
+    except socket.gaierror:
+        return None
+    for name, entries in psutil.net_if_addrs().items():
+        if any(a.address.split("%")[0] in addrs for a in entries):
+            return name
+    if any(ipaddress.ip_address(a).is_loopback for a in addrs):
+        return next((n for n, es in psutil.net_if_addrs().items()
+                     if any(ipaddress.ip_address(e.address.split("%")[0]).is_loopback for e in es
+                            if e.family in (socket.AF_INET, socket.AF_INET6))), None)
+    return None
+
+
 def free_port(host: str) -> int:
     """A TCP port that is free on this host right now (asked from the OS)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

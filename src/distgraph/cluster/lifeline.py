@@ -7,7 +7,8 @@ the write end and the reader sees end-of-file at once, whatever the main thread 
 serving, training, or stuck in C code. The reader then removes what the process must not
 leave behind (a server's shared memory) and ends the process. Where a lost network closes
 nothing, the starter also writes a byte every `BEAT_SECONDS` and the reader gives up after
-a silence of `timeout` seconds.
+a silence of `timeout` seconds. A lifeline may also carry a few messages (an agent's job
+description, a request to stop) beside the heartbeats.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 import threading
 from typing import Callable, Iterable
 
+BEAT = b"."
 BEAT_SECONDS = 1.0
 SILENCE_SECONDS = 15.0  # what the launcher tells its processes: no heartbeat for this long means gone
 EXIT_CODE = 1
@@ -38,15 +40,26 @@ class Lifeline:
 
     def beat(self) -> bool:
         """Write one heartbeat byte; False once the reader is gone."""
+        return self.send(BEAT, blocking=False)
+
+    def send(self, data: bytes, blocking: bool = True) -> bool:
+        """Write `data` (a message besides heartbeats); False once the reader is gone."""
         if self.write_fd < 0:
             return False
         try:
-            os.write(self.write_fd, b".")
+            if blocking:
+                os.set_blocking(self.write_fd, True)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.write_fd, view):]
         except BlockingIOError:  # the child does not read (not a distgraph process): nothing to tell
             pass
-        except (BrokenPipeError, OSError):
+        except OSError:
             self.close()
             return False
+        finally:
+            if blocking and self.write_fd >= 0:
+                os.set_blocking(self.write_fd, False)
         return True
 
     def close(self) -> None:
@@ -70,10 +83,11 @@ def beat_forever(lifelines: Callable[[], Iterable[Lifeline]], stop: threading.Ev
     return thread
 
 
-def watch(fd: int, timeout: float | None, label: str, starter: str,
-          cleanup: Callable[[], None] = lambda: None) -> threading.Thread | None:
+def watch(fd: int, timeout: float | None, label: str, starter: str, cleanup: Callable[[], None] = lambda: None,
+          on_data: Callable[[bytes], None] = lambda data: None) -> threading.Thread | None:
     """Watch lifeline `fd` in a daemon thread; when the starter is gone (end of file, or no byte
-    for `timeout` seconds when given), run `cleanup` and end this process at once."""
+    for `timeout` seconds when given), run `cleanup` and end this process at once. Bytes other
+    than heartbeats go to `on_data`."""
     try:
         os.fstat(fd)
     except OSError:
@@ -101,7 +115,23 @@ def watch(fd: int, timeout: float | None, label: str, starter: str,
                 lost(f"its lifeline failed: {exc}")
             if not data:
                 lost("its lifeline closed")
+            data = data.replace(BEAT, b"")
+            if data:
+                on_data(data)
 
     thread = threading.Thread(target=run, name="distgraph-lifeline", daemon=True)
     thread.start()
     return thread
+
+
+def read_line(fd: int, timeout: float) -> bytes:
+    """The first line on lifeline `fd` (a message sent before the heartbeats), read without
+    buffering beyond it; empty if the lifeline ends or stays silent for `timeout` seconds."""
+    line = b""
+    while not line.endswith(b"\n"):
+        ready, _, _ = select.select([fd], [], [], timeout)
+        byte = os.read(fd, 1) if ready else b""
+        if not byte:
+            return b""
+        line += byte
+    return line

@@ -1,4 +1,7 @@
-"""Trainer 0 hosts torch.distributed's rendezvous store, listening on MASTER_ADDR only.
+"""torch.distributed on the addresses of ip_config: trainer 0 hosts the rendezvous store,
+listening on MASTER_ADDR only, and every trainer's gloo traffic uses the interface of its
+machine's address (`GLOO_SOCKET_IFNAME`), not whatever the host name resolves to (often a
+loopback address other hosts cannot reach).
 
 Left to itself, `init_process_group("gloo")` on rank 0 starts a store that listens on
 every interface of the host. `initialize()` starts it first, on a socket bound to the
@@ -9,11 +12,21 @@ torch.distributed before `initialize()` keeps torch's.
 
 from __future__ import annotations
 
+import os
 import socket
 from datetime import timedelta
 
 from ..cluster.env import ProcessEnv
+from ..cluster.hosts import interface_of
 from ..errors import InputError
+
+
+def pin_interface(address: str) -> None:
+    """Make gloo (and tensorpipe) use the interface holding `address`, unless the user chose one."""
+    name = interface_of(address)
+    if name is not None:
+        for var in ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
+            os.environ.setdefault(var, name)
 
 
 def host_rendezvous(env: ProcessEnv):

@@ -30,7 +30,7 @@ from ..partition.layout import PartitionConfig
 from ..rpc.transport import Connections
 from .partition_data import publish_partition_data
 from .policy import PolicyTable
-from .rendezvous import host_rendezvous
+from .rendezvous import host_rendezvous, pin_interface
 from .serve import serve
 
 
@@ -106,6 +106,8 @@ def _connect(env: ProcessEnv) -> Context:
         raise InputError(f"{ip_config} lists {len(machines)} machines but {part_config} has "
                          f"{book.num_partitions()} partitions; they must be equal")
     spm = [m.server_count(env.num_servers) for m in machines]
+    if env.role == "trainer":
+        pin_interface(machines[env.machine_id].ip)
     rendezvous = host_rendezvous(env)
     policies = PolicyTable(book)
     graph_name = PartitionConfig.load(part_config).graph_name

@@ -21,6 +21,7 @@ from pathlib import Path
 from ..cluster import env as E
 from ..errors import InputError
 from ..partition.layout import PartitionConfig
+from .ssh import SshOptions
 from ..cluster.hosts import free_port, is_local
 from ..cluster.ip_config import MachineSpec, parse_ip_config, server_addresses
 
@@ -43,8 +44,7 @@ class LaunchOptions:
     num_samplers: int = 0
     num_server_threads: int = 1
     num_omp_threads: int | None = None
-    ssh_port: int = 22
-    ssh_username: str = ""
+    ssh: SshOptions = field(default_factory=SshOptions)
     extra_envs: list[str] = field(default_factory=list)
     master_port: int | None = None
 
@@ -73,12 +73,14 @@ class Plan:
     local: list[bool]  # per machine: started here rather than over ssh
     session: str
     workspace: str
+    check: dict  # what every host checks before it starts anything (see `launch.agent`)
 
 
 def _in_workspace(workspace: Path, path: str) -> Path:
-    """Config paths are relative to the workspace (as in DGL's launch.py)."""
+    """Config paths are relative to the workspace (as in DGL's launch.py); a launcher that has
+    no such workspace (every machine is another host) reads them relative to its own folder."""
     p = Path(path).expanduser()
-    return p if p.is_absolute() else workspace / p
+    return p if p.is_absolute() else (workspace if workspace.is_dir() else Path.cwd()) / p
 
 
 def server_python(command: str) -> str:
@@ -110,10 +112,7 @@ def _check(opts: LaunchOptions) -> Path:
         raise InputError(f"--num_omp_threads must be at least 1, got {opts.num_omp_threads}")
     if not opts.command.strip():
         raise InputError("give the training command to run, e.g. \"python3 train.py --epochs 3\"")
-    workspace = Path(opts.workspace).expanduser().resolve()
-    if not workspace.is_dir():
-        raise InputError(f"--workspace {opts.workspace} is not a directory")
-    return workspace
+    return Path(opts.workspace).expanduser().absolute()
 
 
 def make_plan(opts: LaunchOptions) -> Plan:
@@ -121,14 +120,20 @@ def make_plan(opts: LaunchOptions) -> Plan:
     workspace = _check(opts)
     machines = parse_ip_config(_in_workspace(workspace, opts.ip_config))
     server_addresses(machines, opts.num_servers, opts.ip_config)  # checks ports do not overlap
-    part_config = PartitionConfig.load(_in_workspace(workspace, opts.part_config))
-    if part_config.num_parts != len(machines):
+    local = [is_local(m.ip) for m in machines]
+    if any(local) and not workspace.is_dir():
+        raise InputError(f"--workspace {opts.workspace} is not a directory of this host, which runs machine "
+                         f"{local.index(True)}")
+    found = _in_workspace(workspace, opts.part_config)
+    part_config = PartitionConfig.load(found) if any(local) or found.is_file() else None
+    if part_config is not None and part_config.num_parts != len(machines):
         raise InputError(f"{opts.ip_config} lists {len(machines)} machines but {opts.part_config} has "
                          f"{part_config.num_parts} partitions; write one ip_config line per partition")
-    local = [is_local(m.ip) for m in machines]
     for m in range(len(machines)):
-        if local[m]:  # remote hosts check their own copy when their servers load it
+        if local[m]:  # other hosts check their own copy (their agent) before anything starts
             part_config.check_files(m)
+    check = {"part_config": opts.part_config, "num_parts": len(machines),
+             "fingerprint": part_config.fingerprint() if part_config is not None else None}
     session = os.environ.get(E.SESSION) or secrets.token_hex(6)
     master = machines[0].ip
     master_port = opts.master_port or (free_port(master) if local[0] else DEFAULT_MASTER_PORT)
@@ -155,4 +160,4 @@ def make_plan(opts: LaunchOptions) -> Plan:
             rank = m * opts.num_trainers + i
             env = {**base, "RANK": str(rank), "LOCAL_RANK": str(i)}
             procs.append(ProcessSpec(m, "trainer", rank, spec.ip, local[m], opts.command, env))
-    return Plan(procs, machines, local, session, str(workspace))
+    return Plan(procs, machines, local, session, str(workspace) if workspace.is_dir() else opts.workspace, check)

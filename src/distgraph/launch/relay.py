@@ -1,4 +1,5 @@
-"""Relay a process's output to the launcher's, one `[machine/role/rank] text` line at a time.
+"""Relay a process's output one line at a time (the launcher prints each as
+`[machine/role/rank] text`).
 
 Progress bars (tqdm) redraw their line with carriage returns and end it with a newline
 only when they finish; relayed as they come they would arrive as one garbled run after
@@ -11,7 +12,6 @@ from __future__ import annotations
 import codecs
 import os
 import re
-import threading
 import time
 from typing import IO, Callable
 
@@ -20,19 +20,14 @@ _BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class LineRelay:
-    """Turns a byte stream into prefixed lines on `out`."""
+    """Turns a byte stream into lines, each handed to `emit`."""
 
-    def __init__(self, out: IO[str], prefix: str, lock: threading.Lock, clock: Callable[[], float] = time.monotonic):
-        self.out, self.prefix, self.lock, self.clock = out, prefix, lock, clock
+    def __init__(self, emit: Callable[[str], None], clock: Callable[[], float] = time.monotonic):
+        self._emit, self.clock = emit, clock
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._buffer = ""
         self._pending: str | None = None  # a redraw not relayed yet (too soon after the last one)
         self._last_redraw = -float("inf")
-
-    def _emit(self, text: str) -> None:
-        with self.lock:
-            self.out.write(f"{self.prefix} {text}\n")
-            self.out.flush()
 
     def feed(self, data: bytes) -> None:
         self._buffer += self._decoder.decode(data)
@@ -65,9 +60,9 @@ class LineRelay:
             self._flush_pending()
 
 
-def relay_stream(stream: IO[bytes], out: IO[str], prefix: str, lock: threading.Lock) -> None:
-    """Copy `stream` to `out` as prefixed lines until it ends (run in a thread per stream)."""
-    relay = LineRelay(out, prefix, lock)
+def relay_stream(stream: IO[bytes], emit: Callable[[str], None]) -> None:
+    """Hand `stream`'s lines to `emit` until it ends (run in a thread per stream)."""
+    relay = LineRelay(emit)
     fd = stream.fileno()
     try:
         while data := os.read(fd, 65536):

@@ -1,31 +1,38 @@
-"""Commands for processes on other hosts: `ssh host 'cd WORKSPACE && ... command'`.
+"""How the launcher and `distgraph copy` reach other hosts: the local `ssh` client.
 
-The ssh client's standard input is the process's lifeline (`cluster.lifeline`): the remote
-shell moves it to descriptor `REMOTE_LIFELINE_FD` and gives the command /dev/null instead,
-so when the launcher or its ssh session goes away, the remote process sees the end of its
-lifeline and ends: nothing is left running there.
+Host keys are checked: a host seen for the first time is remembered (`accept-new`), a
+host whose key changed is refused. Nothing secret goes on a command line: what a remote
+process needs travels on the ssh session's standard input. A session that stops
+answering ends within about 15 s (`ServerAliveInterval` x `ServerAliveCountMax`).
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import Mapping
-
-REMOTE_LIFELINE_FD = 3
+from dataclasses import dataclass
 
 
-def remote_shell_command(workspace: str, env: Mapping[str, str], command: str) -> str:
-    """The shell line to run remotely: change directory, keep the lifeline, set variables, run."""
-    assigns = "".join(f"{k}={shlex.quote(v)} " for k, v in env.items())
-    return f"cd {shlex.quote(workspace)} && exec {REMOTE_LIFELINE_FD}<&0 </dev/null && {assigns}{command}"
+@dataclass(frozen=True)
+class SshOptions:
+    """`--ssh_port`, `--ssh_username`, `--ssh_key` (DGL-KE's name) and `--ssh_config` (`ssh -F`)."""
+
+    port: int = 22
+    username: str = ""
+    key: str | None = None
+    config: str | None = None
+
+    def argv(self, host: str, remote_command: str) -> list[str]:
+        """argv of the local ssh client that runs `remote_command` (a shell line) on `host`."""
+        target = f"{self.username}@{host}" if self.username else host
+        opts = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new", "-o", "ConnectTimeout=10",
+                "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-p", str(self.port)]
+        if self.key:
+            opts += ["-i", self.key, "-o", "IdentitiesOnly=yes"]
+        if self.config:
+            opts = ["-F", self.config, *opts]
+        return ["ssh", *opts, target, remote_command]
 
 
-def ssh_argv(host: str, remote_command: str, port: int = 22, username: str = "") -> list[str]:
-    """argv of the local ssh client that runs `remote_command` on `host`."""
-    target = f"{username}@{host}" if username else host
-    return ["ssh", "-o", "StrictHostKeyChecking=no", "-o", "BatchMode=yes", "-p", str(port), target, remote_command]
-
-
-def cleanup_argv(host: str, shm_glob: str, port: int = 22, username: str = "") -> list[str]:
-    """argv that removes a session's shared memory on `host` (after its servers were killed)."""
-    return ssh_argv(host, f"rm -f {shm_glob}", port, username)
+def python_module_line(python: str, module: str, *args: str) -> str:
+    """The remote shell line that runs `python -m module args...`."""
+    return "exec " + " ".join(shlex.quote(w) for w in (python, "-m", module, *args))

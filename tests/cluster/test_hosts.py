@@ -1,0 +1,212 @@
+"""End to end on 3 test hosts (network namespaces with their own sshd, workspace and
+/dev/shm): partition -> `distgraph copy` -> `distgraph launch` over ssh from machine 0;
+faults (a host's link cut, the launcher SIGKILLed, a server SIGKILLed) each end the job
+with an error naming the host and leave no process and no shared memory on any host."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from leaks import new_session
+
+from testbed import WORKSPACE
+
+from distgraph.data import generate_sbm
+from distgraph.partition import partition_graph
+
+PY = sys.executable
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "graphsage"
+TRAIN = f"{PY} graphsage/train_dist.py --graph_name g --batch_size 100 --fan_out 5,5 --num_hidden 32 --lr 0.03"
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "distgraph.cli.main", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def copied(bed, source):
+    """The job copied to every host (once for this module)."""
+    args = ["copy", "--ip_config", "ip_config.txt", "--workspace", WORKSPACE, "--rel_data_path", "data",
+            "--part_config", "parts/g.json", "--script_folder", str(EXAMPLES), "--ssh_config", str(bed.ssh_config)]
+    done = _cli(*args, cwd=source)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return args
+
+
+def test_copy_gives_each_host_its_own_partition_only_and_is_incremental(bed, source, copied):
+    for i, h in enumerate(bed.hosts):
+        ws = h.workspace
+        assert (ws / "ip_config.txt").is_file() and (ws / "data" / "g.json").is_file()
+        assert (ws / "graphsage" / "train_dist.py").is_file() and (ws / "data" / "mapping").is_dir()
+        assert sorted(p.name for p in (ws / "data").glob("part*")) == [f"part{i}"]
+        assert (ws / "data" / f"part{i}" / "indptr.npy").read_bytes() == \
+            (source / "parts" / f"part{i}" / "indptr.npy").read_bytes()
+    again = _cli(*copied, cwd=source)
+    assert again.returncode == 0 and again.stdout.count("sending 0") == len(bed.hosts), again.stdout
+    (source / "parts" / "g.json").touch()  # a changed file is sent again, to every host
+    third = _cli(*copied, cwd=source)
+    assert third.stdout.count("sending 1") == len(bed.hosts), third.stdout
+
+
+class Launch:
+    """`distgraph launch` run on host 0 over ssh (as a user logged into machine 0 would)."""
+
+    def __init__(self, bed, command: str, **env: str):
+        self.bed, self.session = bed, new_session()
+        setting = " ".join(f"{k}={v}" for k, v in {"DISTGRAPH_SESSION": self.session, **env}.items())
+        line = (f"cd {WORKSPACE} && {setting} {PY} -m distgraph.cli.main launch --workspace {WORKSPACE} "
+                f"--num_trainers 1 --num_servers 1 --part_config data/g.json --ip_config ip_config.txt "
+                f"--ssh_config {bed.ssh_config} --ssh_key {bed.key} \"{command}\"")
+        self.proc = subprocess.Popen(bed.ssh_argv(bed.hosts[0], line), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in iter(self.proc.stdout.readline, ""):
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, text: str, timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.lines):
+            assert time.monotonic() < deadline and self.proc.poll() is None, f"no {text!r} in:\n{self.output}"
+            time.sleep(0.05)
+
+    def wait(self, timeout: float) -> int:
+        code = self.proc.wait(timeout)
+        self.reader.join(10)
+        return code
+
+    def pids(self, role: str | None = None) -> list[int]:
+        """Python processes of the job on any host (the hosts share this machine's process table)."""
+        found = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as f, open(f"/proc/{entry.name}/comm") as c:
+                    env = f.read().split(b"\0")
+                    python = c.read().startswith("python")
+            except OSError:
+                continue
+            if python and f"DISTGRAPH_SESSION={self.session}".encode() in env and (
+                    role is None or f"DISTGRAPH_ROLE={role}".encode() in env):
+                found.append(int(entry.name))
+        return found
+
+    def nothing_left(self, timeout: float = 30) -> None:
+        """No process of the job and no shared-memory file of it on any host, within `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            files = [f for h in self.bed.hosts for f in h.shm.glob(f"distgraph.{self.session}.*")]
+            pids = self.pids()
+            if not pids and not files:
+                return
+            assert time.monotonic() < deadline, f"left behind: {pids} {files}\n{self.output[-3000:]}"
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for pid in self.pids():
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def launches(bed, copied):
+    started: list[Launch] = []
+
+    def start(command: str, **env: str) -> Launch:
+        started.append(Launch(bed, command, **env))
+        return started[-1]
+
+    yield start
+    for job in started:
+        job.close()
+
+
+def test_graphsage_trains_on_three_hosts_over_ssh(bed, launches):
+    job = launches(f"{TRAIN} --num_epochs 8")
+    assert job.wait(300) == 0, job.output[-4000:]
+    accuracy = re.search(r"\[0/trainer/0\] test acc ([\d.]+)", job.output)
+    assert accuracy and float(accuracy.group(1)) > 0.5, job.output[-3000:]
+    for i, h in enumerate(bed.hosts):  # every host ran its machine's server and trainer
+        assert f"[{i}/server/0] distgraph server 0 of machine {i} at {h.ip}:30050: serving" in job.output
+        assert f"[{i}/trainer/{i}]" in job.output or i != 0
+    job.nothing_left()
+
+
+def test_a_host_whose_link_is_cut_ends_the_job_naming_it(bed, launches):
+    job = launches(f"{TRAIN} --num_epochs 1000")
+    job.wait_for("epoch 0:")
+    lost = bed.hosts[2]
+    subprocess.run(["ip", "link", "set", bed.veth(lost), "down"], check=True)
+    try:
+        code = job.wait(90)  # the launcher notices within about 15 s; 90 is a generous bound
+        assert code == 255, job.output[-3000:]
+        assert re.search(rf"\[launch\] lost the connection to host {re.escape(lost.ip)} \(ssh exited with code 255: "
+                         r".*\); stopping the job", job.output), job.output[-3000:]
+        job.nothing_left(timeout=40)  # the cut-off host's agent gave up on its launcher too
+    finally:
+        subprocess.run(["ip", "link", "set", bed.veth(lost), "up"], check=True)
+    job.nothing_left()
+
+
+def test_a_killed_launcher_leaves_nothing_on_any_host(bed, launches):
+    job = launches(f"{TRAIN} --num_epochs 1000")
+    job.wait_for("epoch 0:")
+    launcher = [p for p in job.pids() if b"cli.main" in open(f"/proc/{p}/cmdline", "rb").read()]
+    assert len(launcher) == 1
+    os.kill(launcher[0], signal.SIGKILL)
+    job.nothing_left()
+
+
+def test_a_killed_server_ends_the_job_naming_its_host(bed, launches):
+    job = launches(f"{TRAIN} --num_epochs 1000")
+    job.wait_for("epoch 0:")
+    servers = {int(open(f"/proc/{p}/environ", "rb").read().split(b"DISTGRAPH_MACHINE_ID=")[1].split(b"\0")[0]): p
+               for p in job.pids("server")}
+    os.kill(servers[1], signal.SIGKILL)
+    assert job.wait(90) != 0, job.output[-3000:]
+    assert re.search(rf"\[launch\] 1/server/0 on {re.escape(bed.hosts[1].ip)} exited with code", job.output), \
+        job.output[-3000:]
+    job.nothing_left()
+
+
+def test_a_missing_or_stale_partition_on_one_host_stops_the_launch_before_anything_starts(bed, launches,
+                                                                                           tmp_path):
+    missing = bed.hosts[1].workspace / "data" / "part1" / "indptr.npy"
+    config = bed.hosts[2].workspace / "data" / "g.json"
+    saved = missing.read_bytes(), config.read_text()
+    try:
+        missing.unlink()
+        job = launches(TRAIN)
+        assert job.wait(60) == 2, job.output
+        assert f"host {bed.hosts[1].ip}: partition file data/part1/indptr.npy is missing" in job.output
+        assert "nothing was started" in job.output and "serving" not in job.output
+        missing.write_bytes(saved[0])
+        other = tmp_path / "other"  # the same graph partitioned another way: as if host 2 kept an old copy
+        partition_graph(generate_sbm(6000, 60000, num_classes=4, feat_dim=16, seed=3), "g", 3, other,
+                        part_method="random")
+        config.write_text((other / "g.json").read_text())
+        stale = launches(TRAIN)
+        assert stale.wait(60) == 2, stale.output
+        assert f"host {bed.hosts[2].ip}: data/g.json is another partitioning than the launcher's" in stale.output
+    finally:
+        missing.write_bytes(saved[0])
+        config.write_text(saved[1])
