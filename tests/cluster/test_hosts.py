@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+import zmq
 from leaks import new_session
+from zmq.utils.monitor import recv_monitor_message
 
 from testbed import WORKSPACE
 
@@ -210,3 +212,40 @@ def test_a_missing_or_stale_partition_on_one_host_stops_the_launch_before_anythi
     finally:
         missing.write_bytes(saved[0])
         config.write_text(saved[1])
+
+
+def test_a_peer_without_the_job_secret_is_refused_and_no_secret_is_on_a_command_line(bed, launches):
+    job = launches(f"{TRAIN} --num_epochs 1000")
+    job.wait_for("epoch 0:")
+    target = bed.hosts[1]
+    sock = zmq.Context.instance().socket(zmq.DEALER)  # from this machine, outside the job
+    sock.linger = 0
+    monitor = sock.get_monitor_socket()
+    sock.connect(f"tcp://{target.ip}:30050")
+    sock.send_multipart([b'\x82\xa2op\xa4ping\xa3rid\x01'])
+    assert not sock.poll(3000)  # no operation, not even a ping
+    events = []
+    while monitor.poll(200):
+        events.append(recv_monitor_message(monitor)["event"])
+    sock.disable_monitor()
+    monitor.close(linger=0)
+    sock.close()
+    assert zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL in events or zmq.EVENT_HANDSHAKE_FAILED_AUTH in events, events
+
+    secrets_seen = set()
+    for pid in job.pids():
+        for item in open(f"/proc/{pid}/environ", "rb").read().split(b"\0"):
+            if item.startswith(b"DISTGRAPH_SECRET="):
+                secrets_seen.add(item.split(b"=", 1)[1])
+    assert len(secrets_seen) == 1  # one secret, in the environment of every process on every host
+    secret = secrets_seen.pop()
+    for entry in os.scandir("/proc"):  # including the ssh clients and the agents of the remote hosts
+        if entry.name.isdigit():
+            try:
+                assert secret not in open(f"/proc/{entry.name}/cmdline", "rb").read()
+            except OSError:
+                continue
+    for h in bed.hosts:  # servers listen on their ip_config address only (the host's other one is loopback)
+        ss = subprocess.run(["ip", "netns", "exec", h.name, "ss", "-Hltnp"], capture_output=True, text=True).stdout
+        servers = [line.split()[3] for line in ss.splitlines() if ":30050" in line.split()[3]]
+        assert servers == [f"{h.ip}:30050"], ss

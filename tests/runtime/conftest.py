@@ -4,6 +4,7 @@ with ports from the OS (the session-wide leak check is in the top-level conftest
 from __future__ import annotations
 
 import os
+import secrets
 from contextlib import contextmanager
 import signal
 import socket
@@ -99,8 +100,9 @@ class Cluster:
     this writes to `ip_config` with ports from the OS (again, if one was taken meanwhile)."""
 
     def __init__(self, part_config: Path, ip_config: Path, servers_per_machine: list[int], num_trainers: int = 1,
-                 timeout: float = 10.0):
+                 timeout: float = 10.0, encrypt: bool = False):
         self.part_config, self.ip_config = part_config, ip_config
+        self.secret, self.encrypt = secrets.token_hex(32), encrypt
         self.timeout = timeout
         self.num_trainers = num_trainers
         for _ in range(ATTEMPTS):
@@ -138,7 +140,14 @@ class Cluster:
         return {"DISTGRAPH_ROLE": role, "DISTGRAPH_MACHINE_ID": str(machine_id),
                 "DISTGRAPH_IP_CONFIG": str(self.ip_config), "DISTGRAPH_PART_CONFIG": str(self.part_config),
                 "DISTGRAPH_SESSION": self.session, "DISTGRAPH_NUM_TRAINERS": str(self.num_trainers),
-                "DISTGRAPH_TIMEOUT": str(self.timeout), "DISTGRAPH_STARTUP_TIMEOUT": "120"}
+                "DISTGRAPH_TIMEOUT": str(self.timeout), "DISTGRAPH_STARTUP_TIMEOUT": "120",
+                "DISTGRAPH_SECRET": self.secret, "DISTGRAPH_ENCRYPT": str(int(self.encrypt))}
+
+    @property
+    def credentials(self):
+        from distgraph.rpc.auth import Credentials
+
+        return Credentials(self.secret.encode(), self.encrypt)
 
     def stop(self) -> dict[tuple[int, int], int]:
         """SIGTERM every server still running; returns exit codes. Sweeps what a killed one left."""

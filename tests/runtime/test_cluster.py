@@ -190,9 +190,10 @@ def test_list_lookup_and_delete(dist):
     assert client.lookup("temp") is None
 
 
-def _raw(frames_list, endpoint):
+def _raw(frames_list, endpoint, credentials):
     """Send raw messages to one server and collect its replies (headers)."""
     sock = zmq.Context.instance().socket(zmq.DEALER)
+    credentials.client(sock)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(endpoint)
     replies = []
@@ -250,7 +251,7 @@ def test_every_malformed_request_gets_an_error_reply_and_the_server_keeps_servin
     }
     good = _msg({"op": "pull", "rid": 99, "name": "node~_N~feat", "uid": uid}, own)
     frames = [m for msg in bad.values() for m in (msg, good)]
-    replies = _raw(frames, peer.endpoint)
+    replies = _raw(frames, peer.endpoint, cluster.credentials)
     for i, what in enumerate(bad):
         err, ok = replies[2 * i], replies[2 * i + 1]
         assert err["ok"] is False and err["error"], what

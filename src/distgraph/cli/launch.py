@@ -26,6 +26,9 @@ def register(subparsers) -> None:
     p.add_argument("--num_omp_threads", type=int, default=None,
                    help="OMP threads per trainer (default: CPUs / 2 / num_trainers)")
     add_ssh_args(p)
+    p.add_argument("--encrypt", action="store_true",
+                   help="encrypt the job's traffic (ZeroMQ CURVE; costs throughput, see docs/benchmarks.md); by "
+                        "default it is authenticated only")
     p.add_argument("--extra_envs", nargs="+", default=[], metavar="NAME=VALUE",
                    help="extra environment variables for every process")
     p.add_argument("--master_port", type=int, default=None,
@@ -44,4 +47,4 @@ def run(args: argparse.Namespace) -> int:
         workspace=args.workspace, command=" ".join(words), part_config=args.part_config, ip_config=args.ip_config,
         num_trainers=args.num_trainers, num_servers=args.num_servers, num_samplers=args.num_samplers,
         num_server_threads=args.num_server_threads, num_omp_threads=args.num_omp_threads, ssh=ssh_options(args),
-        extra_envs=extra_envs, master_port=args.master_port))
+        extra_envs=extra_envs, master_port=args.master_port, encrypt=args.encrypt))

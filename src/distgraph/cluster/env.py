@@ -31,6 +31,8 @@ LIFELINE_TIMEOUT = "DISTGRAPH_LIFELINE_TIMEOUT"  # seconds without a heartbeat b
 TIMEOUT = "DISTGRAPH_TIMEOUT"  # seconds to wait for any reply
 STARTUP_TIMEOUT = "DISTGRAPH_STARTUP_TIMEOUT"  # seconds to wait for servers to load and for creations
 BARRIER_TIMEOUT = "DISTGRAPH_BARRIER_TIMEOUT"  # seconds to wait for the other trainers at a barrier
+SECRET = "DISTGRAPH_SECRET"  # the job's secret, which every connection proves (`rpc.auth`); made by the launcher
+ENCRYPT = "DISTGRAPH_ENCRYPT"  # 1: encrypt the job's traffic (ZeroMQ CURVE)
 HOST_SHM = "DISTGRAPH_HOST_SHM"  # 0: map only this machine's shared memory; other machines' rows travel
 
 ROLES = ("server", "trainer", "sampler")
@@ -94,6 +96,8 @@ class ProcessEnv:
     lifeline_timeout: float | None  # None: only the pipe's end counts, not silence
     timeouts: Timeouts
     master: tuple[str, int] | None = None  # trainers: torch.distributed's MASTER_ADDR and MASTER_PORT
+    secret: str | None = None
+    encrypt: bool = False
     host_shm: bool = True  # read rows of other machines on this host from their shared memory
 
     @classmethod
@@ -122,7 +126,18 @@ class ProcessEnv:
             master=(env["MASTER_ADDR"], _int(env, "MASTER_PORT")) if env.get("MASTER_ADDR") and env.get(
                 "MASTER_PORT") else None,
             host_shm=bool(_int(env, HOST_SHM, 1)),
+            secret=env.get(SECRET) or None,
+            encrypt=bool(_int(env, ENCRYPT, 0)),
         )
+
+    def credentials(self):
+        """The job's `rpc.auth.Credentials`; a launched process without a secret is refused."""
+        from ..rpc.auth import Credentials
+
+        if not self.secret:
+            raise InputError(f"environment variable {SECRET} is not set: every connection of a job proves the "
+                             f"job's secret; start the processes with `distgraph launch`, which makes one")
+        return Credentials(self.secret.encode(), self.encrypt)
 
     @property
     def starter(self) -> str:

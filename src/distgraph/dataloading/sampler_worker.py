@@ -9,6 +9,7 @@ import torch
 import zmq
 
 from .. import DistGraph, initialize
+from ..cluster.env import ProcessEnv
 from ..distributed import exit_client
 from ..rpc.wire import pack, unpack
 from .collate import collator_from_spec
@@ -19,6 +20,7 @@ def main() -> None:
     torch.set_num_threads(1)
     ctx = zmq.Context()
     sock = ctx.socket(zmq.PAIR)
+    ProcessEnv.from_environ().credentials().client(sock)
     sock.setsockopt(zmq.LINGER, 5000)
     sock.connect(os.environ[ENDPOINT])
     try:

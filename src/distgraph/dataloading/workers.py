@@ -26,6 +26,7 @@ import zmq
 from ..cluster.env import sampler_env
 from ..cluster.lifeline import Lifeline
 from ..errors import DistGraphError
+from ..rpc.auth import Authenticator, Credentials
 from ..rpc.wire import pack, unpack
 from .block import Block
 from .collate import PairGraph
@@ -59,9 +60,10 @@ def decode(header: dict, arrays: list[torch.Tensor]) -> tuple:
 
 
 class _Worker:
-    def __init__(self, ctx: zmq.Context, index: int, spec: dict):
+    def __init__(self, ctx: zmq.Context, index: int, spec: dict, credentials: Credentials):
         self.index = index
         self.sock = ctx.socket(zmq.PAIR)
+        credentials.server(self.sock)  # only a process that proves the job's secret can be this worker
         self.sock.setsockopt(zmq.LINGER, 0)
         port = self.sock.bind_to_random_port("tcp://127.0.0.1")
         self.lifeline = Lifeline()
@@ -81,10 +83,11 @@ class SamplerPool:
     def __init__(self, num: int, spec: dict):
         from ..distributed.runtime import get_context
 
-        timeouts = get_context().timeouts
-        self.startup_timeout, self.batch_timeout = timeouts.startup, timeouts.request
+        ctx = get_context()
+        self.startup_timeout, self.batch_timeout = ctx.timeouts.startup, ctx.timeouts.request
         self.zmq = zmq.Context()
-        self.workers = [_Worker(self.zmq, i, spec) for i in range(num)]
+        self.authenticator = Authenticator(self.zmq, ctx.credentials, f"distgraph trainer (rank {ctx.rank})")
+        self.workers = [_Worker(self.zmq, i, spec, ctx.credentials) for i in range(num)]
         self.runs = 0
         self.active = False
         self.stopped_by: str | None = None
@@ -183,5 +186,6 @@ class SamplerPool:
                 w.proc.wait()
             w.sock.close()
         self.workers = []
+        self.authenticator.close()
         self.zmq.term()
         atexit.unregister(self.close)

@@ -27,6 +27,7 @@ from ..kvstore.store import KVStore
 from ..malloc import keep_freed_memory
 from ..partition import RangePartitionBook, load_partition_book
 from ..partition.layout import PartitionConfig
+from ..rpc.auth import Credentials
 from ..rpc.transport import Connections
 from .partition_data import publish_partition_data
 from .policy import PolicyTable
@@ -51,6 +52,7 @@ class Context:
     timeouts: Timeouts
     servers_stopped: bool = False  # after shutdown_servers(): no goodbye to send
     rendezvous: object | None = None  # trainer 0: torch.distributed's store (`rendezvous`)
+    credentials: Credentials | None = None  # launched processes: the job's secret (`rpc.auth`)
 
     @property
     def standalone(self) -> bool:
@@ -117,7 +119,8 @@ def _connect(env: ProcessEnv) -> Context:
 
     same_host = [attach_only(m) for m, machine in enumerate(machines)
                  if env.host_shm and m != env.machine_id and is_local(machine.ip)]
-    client = KVClient(Connections(peers, env.timeouts.request), spm, env.machine_id, attach_only(env.machine_id),
+    credentials = env.credentials()
+    client = KVClient(Connections(peers, env.timeouts.request, credentials), spm, env.machine_id, attach_only(env.machine_id),
                       policies, env.timeouts.startup, same_host)
     try:
         client.hello(env.role)
@@ -125,7 +128,8 @@ def _connect(env: ProcessEnv) -> Context:
         client.close()
         raise
     return Context(env.role, env.machine_id, len(machines), env.rank, env.num_trainers * len(machines),
-                   env.num_samplers, part_config, book, client, policies, env.timeouts, rendezvous=rendezvous)
+                   env.num_samplers, part_config, book, client, policies, env.timeouts, rendezvous=rendezvous,
+                   credentials=credentials)
 
 
 def initialize(ip_config: str | None = None, num_servers: int = 1, num_workers: int = 0, *,

@@ -51,8 +51,9 @@ def serve(env: ProcessEnv) -> None:
                     SegmentNamer(env.session, cfg.graph_name, env.machine_id), creator=env.server_id == 0)
     if env.lifeline_fd is not None:
         watch(env.lifeline_fd, env.lifeline_timeout, label, env.starter, store.remove_files)
+    credentials = env.credentials()
     try:
-        sock = ServerSocket(_bind_endpoint(peer.host, peer.port), env.timeouts.request)
+        sock = ServerSocket(_bind_endpoint(peer.host, peer.port), env.timeouts.request, credentials, label)
     except Exception as exc:
         raise InputError(f"{label}: cannot listen on port {peer.port} ({exc}); is another job using it?") from None
     try:

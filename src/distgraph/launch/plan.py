@@ -45,6 +45,7 @@ class LaunchOptions:
     num_server_threads: int = 1
     num_omp_threads: int | None = None
     ssh: SshOptions = field(default_factory=SshOptions)
+    encrypt: bool = False
     extra_envs: list[str] = field(default_factory=list)
     master_port: int | None = None
 
@@ -140,6 +141,7 @@ def make_plan(opts: LaunchOptions) -> Plan:
     omp = opts.num_omp_threads or max(multiprocessing.cpu_count() // 2 // opts.num_trainers, 1)
     common = {
         E.IP_CONFIG: opts.ip_config, E.PART_CONFIG: opts.part_config, E.SESSION: session,
+        E.SECRET: os.environ.get(E.SECRET) or secrets.token_hex(32), E.ENCRYPT: str(int(opts.encrypt)),
         E.NUM_SERVERS: str(opts.num_servers), E.NUM_TRAINERS: str(opts.num_trainers),
         E.NUM_SAMPLERS: str(opts.num_samplers), "PYTHONUNBUFFERED": "1",
         **{k: os.environ[k] for k in FORWARDED if k in os.environ},

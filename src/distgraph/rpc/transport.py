@@ -1,5 +1,6 @@
 """ZeroMQ transport: a ROUTER socket per server; in each client one DEALER connection per
-server, requests scattered to several servers at once and their replies gathered.
+server, requests scattered to several servers at once and their replies gathered. Every
+connection proves the job's secret first (`auth`); a refused one is an error naming the server.
 
 Every wait is bounded. A connection that drops while a request is in flight (the server
 process died) fails at once; a peer that stays silent fails after the timeout. Either way
@@ -18,6 +19,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from ..cluster.ip_config import PeerAddress
+from .auth import Authenticator, Credentials
 from ..errors import DistGraphError, InputError
 from . import wire
 
@@ -78,15 +80,23 @@ class Batch:
 
 
 class ServerSocket:
-    """The listening side: receives requests with the sender's identity, replies to it."""
+    """The listening side: receives requests with the sender's identity, replies to it; only
+    peers that prove `credentials` get through."""
 
-    def __init__(self, endpoint: str, send_timeout: float):
+    def __init__(self, endpoint: str, send_timeout: float, credentials: Credentials, label: str):
+        self.authenticator = Authenticator(zmq.Context.instance(), credentials, label)
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
+        credentials.server(self.socket)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.SNDTIMEO, int(send_timeout * 1000))
         self.socket.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_MS)
         self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(send_timeout * 1000))
-        self.socket.bind(endpoint)
+        try:
+            self.socket.bind(endpoint)
+        except zmq.ZMQError:
+            self.socket.close(linger=0)
+            self.authenticator.close()
+            raise
 
     def poll(self, timeout: float) -> bool:
         return bool(self.socket.poll(int(timeout * 1000), zmq.POLLIN))
@@ -105,25 +115,36 @@ class ServerSocket:
     def close(self) -> None:
         """Close after flushing the last replies (a goodbye's answer must reach the client)."""
         self.socket.close(linger=CLOSE_LINGER_MS)
+        self.authenticator.close()
+
+
+_REFUSED = (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
+            zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
 
 
 class _Conn:
-    """One DEALER connection with a monitor that reports drops."""
+    """One DEALER connection with a monitor that reports drops and refusals."""
 
-    def __init__(self, peer: PeerAddress, timeout: float):
+    def __init__(self, peer: PeerAddress, timeout: float, credentials: Credentials):
         self.peer = peer
         self.socket = zmq.Context.instance().socket(zmq.DEALER)
+        credentials.client(self.socket)
         for opt, value in ((zmq.LINGER, 0), (zmq.SNDTIMEO, int(timeout * 1000)),
                            (zmq.HEARTBEAT_IVL, HEARTBEAT_MS), (zmq.HEARTBEAT_TIMEOUT, int(timeout * 1000))):
             self.socket.setsockopt(opt, value)
-        self.monitor = self.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        events = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED
+        for e in _REFUSED:
+            events |= e
+        self.monitor = self.socket.get_monitor_socket(events)
         self.socket.connect(peer.endpoint)
         self.lost = False
+        self.refused = False
 
     def drain_monitor(self) -> None:
         while self.monitor.poll(0):
             event = recv_monitor_message(self.monitor)["event"]
-            self.lost = event == zmq.EVENT_DISCONNECTED
+            self.refused = self.refused or event in _REFUSED
+            self.lost = event in (zmq.EVENT_DISCONNECTED, *_REFUSED)
 
     def close(self) -> None:
         self.socket.disable_monitor()
@@ -134,10 +155,10 @@ class _Conn:
 class Connections:
     """One connection per server; `call` sends a batch of requests, then gathers replies."""
 
-    def __init__(self, peers: Sequence[PeerAddress], timeout: float):
+    def __init__(self, peers: Sequence[PeerAddress], timeout: float, credentials: Credentials):
         self.peers = list(peers)
         self.timeout = timeout
-        self._conns = [_Conn(p, timeout) for p in self.peers]
+        self._conns = [_Conn(p, timeout, credentials) for p in self.peers]
         self._rids = itertools.count(1)
         self._poller = zmq.Poller()
         for c in self._conns:
@@ -192,7 +213,11 @@ class Connections:
 
     def _check_lost(self, conn: _Conn, requests: Sequence[Request], pending: dict[int, int]) -> None:
         conn.drain_monitor()
-        if conn.lost and any(self._conns[requests[i].peer] is conn for i in pending.values()):
+        waited_on = any(self._conns[requests[i].peer] is conn for i in pending.values())
+        if conn.refused and waited_on:
+            raise PeerError(f"{conn.peer} refused this process's connection: it did not accept its proof of the job "
+                            f"secret (a server of another job, or this process lacks the job's DISTGRAPH_SECRET)")
+        if conn.lost and waited_on:
             raise PeerError(f"lost the connection to {conn.peer} while waiting for its reply; "
                             f"the server process died or the network failed: check its output")
 

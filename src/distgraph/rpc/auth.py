@@ -1,0 +1,115 @@
+"""Peers of a job prove that they know its secret before any operation is served.
+
+The launcher makes a secret per job and hands it to every process in its environment
+(never on a command line, never in a file). A client connects with ZeroMQ's PLAIN
+mechanism, but its user name is a fresh random nonce and its password HMAC-SHA256(secret,
+nonce): the secret never crosses the wire, and a recorded handshake cannot be replayed
+(a server accepts each nonce once). The listening side checks in a ZAP handler thread and
+refuses anything else, before the connection carries a single message; the refused peer's
+ZeroMQ reports the refusal (`EVENT_HANDSHAKE_FAILED_AUTH`), which the transport turns into
+an error naming the server. The check happens once per connection, so messages cost
+nothing more. With `encrypt`, ZeroMQ's CURVE replaces PLAIN (traffic is encrypted too):
+the server's and the clients' key pairs derive from the secret, and the handler checks the
+client's key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import sys
+import threading
+from dataclasses import dataclass
+
+import zmq
+from zmq.utils import z85
+
+ZAP_ENDPOINT = "inproc://zeromq.zap.01"
+DOMAIN = b"distgraph"
+REFUSAL = "distgraph: this peer did not prove it belongs to the job (a wrong or missing job secret)"
+
+
+def _curve_pair(secret: bytes, role: bytes) -> tuple[bytes, bytes]:
+    private = z85.encode(hashlib.sha256(secret + b"/curve/" + role).digest())
+    return zmq.curve_public(private), private
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A job's secret, and whether its traffic is encrypted."""
+
+    secret: bytes
+    encrypt: bool = False
+
+    @classmethod
+    def new(cls, encrypt: bool = False) -> "Credentials":
+        return cls(secrets.token_hex(32).encode(), encrypt)
+
+    def client(self, sock: zmq.Socket) -> None:
+        """Make `sock` prove the secret when it connects."""
+        if self.encrypt:
+            server_public, _ = _curve_pair(self.secret, b"server")
+            public, private = _curve_pair(self.secret, b"client")
+            sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = server_public, public, private
+        else:
+            nonce = secrets.token_hex(16).encode()
+            sock.plain_username = nonce
+            sock.plain_password = hmac.new(self.secret, nonce, hashlib.sha256).hexdigest().encode()
+
+    def server(self, sock: zmq.Socket) -> None:
+        """Make `sock` (before it binds) accept only peers that prove the secret; an
+        `Authenticator` must run in its context."""
+        sock.zap_domain = DOMAIN
+        if self.encrypt:
+            public, private = _curve_pair(self.secret, b"server")
+            sock.curve_server, sock.curve_publickey, sock.curve_secretkey = True, public, private
+        else:
+            sock.plain_server = True
+
+    def accepts(self, mechanism: bytes, credentials: list[bytes], seen: set[bytes]) -> bool:
+        if self.encrypt:
+            return mechanism == b"CURVE" and len(credentials) == 1 and hmac.compare_digest(
+                z85.encode(credentials[0]), _curve_pair(self.secret, b"client")[0])
+        if mechanism != b"PLAIN" or len(credentials) != 2:
+            return False
+        nonce, proof = credentials
+        expected = hmac.new(self.secret, nonce, hashlib.sha256).hexdigest().encode()
+        if len(nonce) < 16 or nonce in seen or not hmac.compare_digest(proof, expected):
+            return False
+        seen.add(nonce)
+        return True
+
+
+class Authenticator:
+    """The ZAP handler of one ZeroMQ context: a thread answering its handshakes."""
+
+    def __init__(self, context: zmq.Context, credentials: Credentials, label: str):
+        self.credentials, self.label = credentials, label
+        self._sock = context.socket(zmq.REP)
+        self._sock.linger = 0
+        self._sock.bind(ZAP_ENDPOINT)
+        self._stop = threading.Event()
+        self._seen: set[bytes] = set()
+        self._told: set[bytes] = set()  # addresses whose refusal was printed (their ZeroMQ retries)
+        self._thread = threading.Thread(target=self._serve, name="distgraph-auth", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            if not self._sock.poll(200):
+                continue
+            frames = self._sock.recv_multipart()
+            version, request_id, domain, address, _identity, mechanism, *credentials = frames + [b""] * (6 - len(frames))
+            ok = domain == DOMAIN and self.credentials.accepts(mechanism, credentials, self._seen)
+            if not ok and address not in self._told:
+                self._told.add(address)
+                print(f"{self.label}: refused a connection from {address.decode(errors='replace')} that did not "
+                      f"prove it belongs to the job", file=sys.stderr, flush=True)
+            self._sock.send_multipart([version or b"1.0", request_id, b"200" if ok else b"400",
+                                       b"OK" if ok else REFUSAL.encode(), b"job" if ok else b"", b""])
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sock.close()
