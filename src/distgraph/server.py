@@ -1,13 +1,66 @@
-"""`python -m distgraph.server`: one server process, configured by the launcher's environment
-(the same variables `distgraph launch` sets; see docs/launch.md)."""
+"""A server process: `python -m distgraph.server` (or `initialize()` in the server role),
+configured by the launcher's environment (docs/launch.md). This is the one place a server
+is put together: the job's layout, the machine's store in shared memory (its first server
+fills it from the partition), the listening socket that admits only the job's peers, the
+request loop with the graph operations, and the lifeline that ends it with its launcher.
+"""
 
 from __future__ import annotations
 
+import socket
 import sys
 
 from .cluster.env import ROLE, ProcessEnv
-from .distributed.serve import serve
-from .errors import DistGraphError
+from .cluster.lifeline import watch
+from .distributed.partition_data import publish_partition_data
+from .distributed.policy import PolicyTable
+from .errors import DistGraphError, InputError
+from .kvstore.server import KVServer
+from .kvstore.shm import SegmentNamer
+from .kvstore.store import KVStore
+from .malloc import keep_freed_memory
+from .partition import load_partition, load_partition_book
+from .rpc.transport import ServerSocket
+from .sampling.remote import graph_ops
+
+
+def _bind_endpoint(host: str, port: int) -> str:
+    """Listen on the machine's address from ip_config (host names resolved)."""
+    ip = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0]
+    return f"tcp://[{ip}]:{port}" if ":" in ip else f"tcp://{ip}:{port}"
+
+
+def serve(env: ProcessEnv) -> None:
+    """Serve partition `env.machine_id` until every trainer said goodbye or a shutdown."""
+    machines, peers, cfg = env.job()
+    num_servers = machines[env.machine_id].server_count(env.num_servers)
+    if not 0 <= env.server_id < num_servers:
+        raise InputError(f"server id {env.server_id} is out of range: machine {env.machine_id} "
+                         f"has {num_servers} servers")
+    peer = next(p for p in peers if (p.machine_id, p.server_id) == (env.machine_id, env.server_id))
+    credentials = env.credentials()
+    keep_freed_memory()
+    label = f"distgraph {peer}"
+    book = load_partition_book(env.part_config, env.machine_id)
+    store = KVStore(env.machine_id, env.server_id, num_servers, PolicyTable(book),
+                    SegmentNamer(env.session, cfg.graph_name, env.machine_id), creator=env.server_id == 0)
+    if env.lifeline_fd is not None:
+        watch(env.lifeline_fd, env.lifeline_timeout, label, env.starter, store.remove_files)
+    try:
+        sock = ServerSocket(_bind_endpoint(peer.host, peer.port), env.timeouts.request, credentials, label)
+    except Exception as exc:
+        raise InputError(f"{label}: cannot listen on port {peer.port} ({exc}); is another job using it?") from None
+    try:
+        if store.creator:
+            publish_partition_data(store, env.part_config, env.machine_id)
+        server = KVServer(store, sock, env.num_trainers * len(machines), label)
+        for op, fn in graph_ops(load_partition(env.part_config, env.machine_id), store).items():
+            server.handler.add_op(op, fn)
+        print(f"{label}: serving", file=sys.stderr, flush=True)
+        server.serve()
+    finally:
+        sock.close()
+        store.close()
 
 
 def main() -> int:

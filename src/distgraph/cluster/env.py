@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..partition.layout import PartitionConfig
 
 ROLE = "DISTGRAPH_ROLE"  # server | trainer | sampler
 MACHINE_ID = "DISTGRAPH_MACHINE_ID"  # line of ip_config (0-based) = partition id
@@ -129,6 +132,25 @@ class ProcessEnv:
             secret=env.get(SECRET) or None,
             encrypt=bool(_int(env, ENCRYPT, 0)),
         )
+
+    def job(self) -> tuple[list, list, "PartitionConfig"]:
+        """(machines, every server's address, the partition config) of a launched process's job,
+        checked: a config is given, ip_config lists one machine per partition, and this
+        process's machine is one of them."""
+        from ..partition.layout import PartitionConfig
+        from .ip_config import parse_ip_config, server_addresses
+
+        if not self.part_config:
+            raise InputError(f"a launched {self.role} needs the partition config ({PART_CONFIG}, which "
+                             f"`distgraph launch --part_config` sets)")
+        machines = parse_ip_config(self.ip_config)
+        peers = server_addresses(machines, self.num_servers, self.ip_config)
+        if not 0 <= self.machine_id < len(machines):
+            raise InputError(f"machine id {self.machine_id} is out of range: {self.ip_config} lists "
+                             f"{len(machines)} machines")
+        cfg = PartitionConfig.load(self.part_config)
+        cfg.check_machines(len(machines), self.ip_config)
+        return machines, peers, cfg
 
     def credentials(self):
         """The job's `rpc.auth.Credentials`; a launched process without a secret is refused."""

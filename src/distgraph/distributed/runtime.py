@@ -16,7 +16,6 @@ from pathlib import Path
 
 from ..cluster.env import ProcessEnv, Timeouts
 from ..cluster.hosts import is_local
-from ..cluster.ip_config import parse_ip_config, server_addresses
 from ..cluster.lifeline import watch
 from ..errors import DistGraphError, InputError
 from ..kvstore.client import KVClient
@@ -26,13 +25,12 @@ from ..kvstore.shm import SegmentNamer
 from ..kvstore.store import KVStore
 from ..malloc import keep_freed_memory
 from ..partition import RangePartitionBook, load_partition_book
-from ..partition.layout import PartitionConfig
 from ..rpc.auth import Credentials
 from ..rpc.transport import Connections
 from .partition_data import publish_partition_data
 from .policy import PolicyTable
 from .rendezvous import host_rendezvous, pin_interface
-from .serve import serve
+from ..server import serve
 
 
 @dataclass
@@ -96,23 +94,14 @@ def _standalone(part_config: str | None, num_workers: int) -> Context:
 def _connect(env: ProcessEnv) -> Context:
     if env.lifeline_fd is not None:
         watch(env.lifeline_fd, env.lifeline_timeout, f"distgraph {env.role} (rank {env.rank})", env.starter)
-    ip_config, part_config = env.ip_config, env.part_config
-    if not part_config:
-        raise InputError("a launched trainer needs the partition config (--part_config of `distgraph launch`)")
-    machines = parse_ip_config(ip_config)
-    peers = server_addresses(machines, env.num_servers, ip_config)
-    if not 0 <= env.machine_id < len(machines):
-        raise InputError(f"machine id {env.machine_id} is out of range: {ip_config} lists {len(machines)} machines")
-    book = load_partition_book(part_config, env.machine_id)
-    if book.num_partitions() != len(machines):
-        raise InputError(f"{ip_config} lists {len(machines)} machines but {part_config} has "
-                         f"{book.num_partitions()} partitions; they must be equal")
+    machines, peers, cfg = env.job()
+    book = load_partition_book(env.part_config, env.machine_id)
     spm = [m.server_count(env.num_servers) for m in machines]
     if env.role == "trainer":
         pin_interface(machines[env.machine_id].ip)
     rendezvous = host_rendezvous(env)
     policies = PolicyTable(book)
-    graph_name = PartitionConfig.load(part_config).graph_name
+    graph_name = cfg.graph_name
 
     def attach_only(m: int) -> KVStore:
         return KVStore(m, 0, spm[m], policies, SegmentNamer(env.session, graph_name, m), creator=False)
@@ -128,7 +117,7 @@ def _connect(env: ProcessEnv) -> Context:
         client.close()
         raise
     return Context(env.role, env.machine_id, len(machines), env.rank, env.num_trainers * len(machines),
-                   env.num_samplers, part_config, book, client, policies, env.timeouts, rendezvous=rendezvous,
+                   env.num_samplers, env.part_config, book, client, policies, env.timeouts, rendezvous=rendezvous,
                    credentials=credentials)
 
 

@@ -60,9 +60,7 @@ def check_host(job: dict) -> None:
         if check["fingerprint"] is not None and cfg.fingerprint() != check["fingerprint"]:
             raise DistGraphError(f"{check['part_config']} is another partitioning than the launcher's (stale copy?); "
                                  f"copy the partition again (distgraph copy)")
-        if cfg.num_parts != check["num_parts"]:
-            raise DistGraphError(f"{check['part_config']} has {cfg.num_parts} partitions, ip_config lists "
-                                 f"{check['num_parts']} machines")
+        cfg.check_machines(check["num_parts"], "ip_config")
         for m in check["machines"]:
             cfg.check_files(m)
     except DistGraphError as exc:

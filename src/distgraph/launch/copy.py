@@ -50,9 +50,7 @@ def plan_copy(opts: CopyOptions) -> dict[str, Files]:
     """Host -> the files it needs (checked to exist here)."""
     machines = parse_ip_config(opts.ip_config)
     cfg = PartitionConfig.load(opts.part_config)
-    if cfg.num_parts != len(machines):
-        raise InputError(f"{opts.ip_config} lists {len(machines)} machines but {opts.part_config} has "
-                         f"{cfg.num_parts} partitions; write one ip_config line per partition")
+    cfg.check_machines(len(machines), opts.ip_config)
     data = _relative(opts.rel_data_path, "--rel_data_path")
     shared: Files = {Path(opts.ip_config).name: Path(opts.ip_config),
                      f"{data}/{cfg.path.name}": cfg.path}

@@ -127,9 +127,8 @@ def make_plan(opts: LaunchOptions) -> Plan:
                          f"{local.index(True)}")
     found = _in_workspace(workspace, opts.part_config)
     part_config = PartitionConfig.load(found) if any(local) or found.is_file() else None
-    if part_config is not None and part_config.num_parts != len(machines):
-        raise InputError(f"{opts.ip_config} lists {len(machines)} machines but {opts.part_config} has "
-                         f"{part_config.num_parts} partitions; write one ip_config line per partition")
+    if part_config is not None:
+        part_config.check_machines(len(machines), opts.ip_config)
     for m in range(len(machines)):
         if local[m]:  # other hosts check their own copy (their agent) before anything starts
             part_config.check_files(m)

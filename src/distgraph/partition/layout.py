@@ -123,6 +123,12 @@ class PartitionConfig:
     def canonical_etypes(self) -> list[tuple[str, str, str]]:
         return [tuple(c) for c in _get(self.raw, "etypes", self.path)]
 
+    def check_machines(self, num_machines: int, ip_config: str) -> None:
+        """ip_config lists one machine per partition (machine m serves partition m)."""
+        if self.num_parts != num_machines:
+            raise PartitionError(f"{ip_config} lists {num_machines} machines but {self.path} has {self.num_parts} "
+                                 f"partitions; write one ip_config line per partition")
+
     def fingerprint(self) -> str:
         """Identifies the partitioning (graph, number of parts, every id range): a checkpoint
         taken on one loads only onto the same."""
