@@ -24,6 +24,7 @@ import json
 import multiprocessing
 import os
 import platform
+import secrets
 import socket
 import subprocess
 import sys
@@ -120,7 +121,7 @@ def start_servers(work: Path, rows_per_machine: int, session: str) -> tuple[list
     ip = work / "ip_config.txt"
     ip.write_text(f"127.0.0.1 {free_port()}\n127.0.0.1 {free_port()}\n")
     env = {"DISTGRAPH_IP_CONFIG": str(ip), "DISTGRAPH_PART_CONFIG": str(work / "parts" / "bench.json"),
-           "DISTGRAPH_SESSION": session, "DISTGRAPH_NUM_TRAINERS": "1"}
+           "DISTGRAPH_SESSION": session, "DISTGRAPH_NUM_TRAINERS": "1", "DISTGRAPH_SECRET": secrets.token_hex(32)}
     procs = [subprocess.Popen([sys.executable, "-m", "distgraph.server"],
                               env={**os.environ, **env, "DISTGRAPH_ROLE": "server", "DISTGRAPH_MACHINE_ID": str(m)})
              for m in (0, 1)]
