@@ -139,6 +139,7 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=400_000, help="nodes of the graph (rows of its 128-dim features)")
     ap.add_argument("--seconds", type=float, default=2.0, help="measuring time per figure")
     ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the three transports, in turn")
     ap.add_argument("--role", help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--mechanism", help=argparse.SUPPRESS)
@@ -180,14 +181,25 @@ def main() -> int:
                        check=True, stdout=subprocess.DEVNULL)
         h0, h1 = bed.hosts[0], bed.hosts[1]
         me = f"{PY} {WORKSPACE}/benchmarks/cluster.py"
-        for port, mechanism in enumerate(("null", "plain", "curve"), start=31000):
-            server = subprocess.Popen(bed.ssh_argv(h1, f"{me} --role echo --port {port} --mechanism {mechanism} "
-                                                       f"--host {h1.ip}"), stdin=subprocess.DEVNULL)
-            time.sleep(1.0)
-            out = bed.ssh(h0, f"{me} --role fetch --port {port} --mechanism {mechanism} --host {h1.ip} "
-                              f"--seconds {args.seconds}", timeout=300).stdout
-            server.wait(60)
-            report(f"transport_{mechanism}_rows_per_s", _json_line(out)["rate"])
+        mechanisms = ["null", "plain", "curve"]
+        rates: dict[str, list[float]] = {m: [] for m in mechanisms}
+        port = 31000
+        for r in range(args.rounds):  # the order rotates every round
+            for mechanism in mechanisms[r % 3:] + mechanisms[:r % 3]:
+                port += 1
+                server = subprocess.Popen(bed.ssh_argv(h1, f"{me} --role echo --port {port} --mechanism {mechanism} "
+                                                           f"--host {h1.ip}"), stdin=subprocess.DEVNULL)
+                time.sleep(1.0)
+                out = bed.ssh(h0, f"{me} --role fetch --port {port} --mechanism {mechanism} --host {h1.ip} "
+                                  f"--seconds {args.seconds}", timeout=300).stdout
+                server.wait(60)
+                rates[mechanism].append(_json_line(out)["rate"])
+        for mechanism, got in rates.items():
+            report(f"transport_{mechanism}_rows_per_s", statistics.median(got))
+        ratios = [p / n for p, n in zip(rates["plain"], rates["null"])]
+        report("authenticated_over_bare_transport", statistics.median(ratios))
+        report("authenticated_over_bare_transport_rounds", " ".join(f"{x:.3f}" for x in ratios))
+        report("curve_over_bare_transport", statistics.median(c / n for c, n in zip(rates["curve"], rates["null"])))
 
         def launch(command: str, encrypt: bool = False, where=h0, workspace=WORKSPACE, ip="ip_config.txt") -> str:
             line = (f"cd {workspace} && OMP_NUM_THREADS=1 {PY} -m distgraph.cli.main launch --workspace {workspace} "
@@ -201,8 +213,10 @@ def main() -> int:
 
         for encrypt in (False, True):
             got = _json_line(launch(f"{me} --role trainer --seconds {args.seconds}", encrypt))
-            report(f"kvstore_remote_pull{'_encrypted' if encrypt else ''}_rows_per_s", got["remote"])
-            report("local_gather_limit_rows_per_s", got["limit"])
+            kind = "_encrypted" if encrypt else ""
+            report(f"kvstore_remote_pull{kind}_rows_per_s", got["remote"])
+            report(f"local_gather_limit{kind}_run_rows_per_s", got["limit"])
+            report(f"kvstore_remote_pull{kind}_over_local_gather_limit", got["remote"] / got["limit"])
 
         train = (f"{PY} graphsage/train_dist.py --graph_name g --num_epochs {args.epochs} --batch_size 1000 "
                  f"--fan_out 10,25 --num_hidden 64 --lr 0.01")
@@ -211,13 +225,16 @@ def main() -> int:
             times = [float(t) for t in re.findall(r"epoch \d+: \d+ steps in ([\d.]+) s", output)]
             return statistics.median(times[1:])
 
-        report("graphsage_epoch_s_hosts", epoch_time(launch(train)))
         loop = Path(tmp) / "loopback"  # the same job, 3 machines on this machine's loopback
         loop.mkdir()
         (loop / "data").symlink_to(src / "parts")
         (loop / "graphsage").symlink_to(ROOT / "examples" / "graphsage")
         (loop / "ip_config.txt").write_text("127.0.0.1 30150\n127.0.0.1 30160\n127.0.0.1 30170\n")
-        report("graphsage_epoch_s_loopback", epoch_time(launch(train, where=None, workspace=str(loop))))
+        hosts_s = epoch_time(launch(train))
+        loopback_s = epoch_time(launch(train, where=None, workspace=str(loop)))
+        report("graphsage_epoch_s_hosts", hosts_s)
+        report("graphsage_epoch_s_loopback", loopback_s)
+        report("graphsage_hosts_over_loopback", hosts_s / loopback_s)
     return 0
 
 
