@@ -15,6 +15,7 @@ from .cluster.lifeline import watch
 from .distributed.partition_data import publish_partition_data
 from .distributed.policy import PolicyTable
 from .errors import DistGraphError, InputError
+from .kge.ranking import rank_ops
 from .kvstore.server import KVServer
 from .kvstore.shm import SegmentNamer
 from .kvstore.store import KVStore
@@ -54,7 +55,9 @@ def serve(env: ProcessEnv) -> None:
         if store.creator:
             publish_partition_data(store, env.part_config, env.machine_id)
         server = KVServer(store, sock, env.num_trainers * len(machines), label)
-        for op, fn in graph_ops(load_partition(env.part_config, env.machine_id), store).items():
+        ops = {**graph_ops(load_partition(env.part_config, env.machine_id), store),
+               **rank_ops(cfg, env.machine_id, store)}
+        for op, fn in ops.items():
             server.handler.add_op(op, fn)
         print(f"{label}: serving", file=sys.stderr, flush=True)
         server.serve()

@@ -28,7 +28,7 @@ def test_resumed_run_saves_the_same_embeddings(tmp_path):
     log = io.StringIO()
     resumed = train_kge(_config(tmp_path, max_step=60, test=True, checkpoint_dir=ck, checkpoint_interval=10,
                                 resume=True), out=log)
-    assert f"Resume from {ck} at step 30" in log.getvalue()
+    assert f"Resume from {ck}/step-0000000030 at step 30" in log.getvalue()
     assert np.array_equal(_entities(resumed.save_dir), _entities(whole.save_dir))
     assert resumed.metrics["Test"]["MRR"] > 0.5
 

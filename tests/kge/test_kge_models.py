@@ -8,7 +8,7 @@ import torch
 from distgraph.errors import InputError
 from distgraph.kge.loss import add_regularization_grad, kge_loss
 from distgraph.kge.models import MODELS, create_model
-from distgraph.kge.optim import sparse_adagrad_
+from distgraph.kvstore.kernels import row_adagrad
 
 T = torch.tensor
 DOUBLE = {"ComplEx": (True, True), "SimplE": (True, True), "RotatE": (True, False)}
@@ -135,14 +135,22 @@ def test_regularization_gradient_matches_autograd(norm):
     assert value.item() == pytest.approx(1e-2 * x.detach().abs().pow(norm).sum().item())
 
 
-def test_sparse_adagrad_one_step_hand_computed():
+def test_row_adagrad_one_step_hand_computed():
     table = torch.zeros(3, 2)
     state = torch.full((3,), 1.0)
-    sparse_adagrad_(table, state, T([2, 0]), T([[3.0, 4.0], [0.0, 2.0]]), lr=0.5)
+    row_adagrad(table, state, T([2, 0]), T([[3.0, 4.0], [0.0, 2.0]]), lr=0.5)
     # row 2: state 1 + (9 + 16) / 2 = 13.5; row 0: 1 + 4 / 2 = 3; row 1 untouched
     torch.testing.assert_close(state, T([3.0, 1.0, 13.5]))
     torch.testing.assert_close(table, T([[0.0, -1.0 / math.sqrt(3.0)], [0.0, 0.0],
                                          [-1.5 / math.sqrt(13.5), -2.0 / math.sqrt(13.5)]]))
+
+
+def test_importance_weighs_each_positive_and_its_negatives():
+    pos, neg, w = T([1.0, -2.0]), T([[0.5, -1.0], [2.0, 0.0]]), T([3.0, 0.0])
+    _, pos_loss, neg_loss = kge_loss(pos, neg, importance=w)
+    import torch.nn.functional as F
+    assert pos_loss.item() == pytest.approx((-F.logsigmoid(T(1.0)) * 3.0 / 2).item())
+    assert neg_loss.item() == pytest.approx((-F.logsigmoid(-neg[0]).mean() * 3.0 / 2).item())
 
 
 def test_unknown_model_and_bad_dimensions_are_clear_errors():

@@ -53,7 +53,7 @@ def test_chunk_layout_rounds_batches_to_whole_chunks():
 
 def test_sampler_chunks_alternate_sides_and_cover_each_epoch():
     triples = torch.stack([torch.arange(100), torch.arange(100) % 3, torch.arange(100) + 1000], 1)
-    s = ChunkSampler(triples, 2000, batch_size=20, neg_sample_size=5, seed=0)
+    s = ChunkSampler(triples, (0, 2000), batch_size=20, neg_sample_size=5, seed=0)
     seen, sides = [], []
     for _ in range(5):  # one epoch
         b = next(s)
@@ -67,7 +67,7 @@ def test_sampler_chunks_alternate_sides_and_cover_each_epoch():
 
 def test_degree_sampling_adds_the_chunk_entities_and_masks_each_own():
     triples = torch.stack([torch.arange(8), torch.zeros(8, dtype=torch.long), torch.arange(8) + 8], 1)
-    s = ChunkSampler(triples, 16, batch_size=4, neg_sample_size=2, neg_deg_sample=True, seed=0)
+    s = ChunkSampler(triples, (0, 16), batch_size=4, neg_sample_size=2, neg_deg_sample=True, seed=0)
     b = next(s)  # tails corrupted: the chunk's own tails come first
     assert b.neg.shape == (2, 4)
     torch.testing.assert_close(b.neg[:, :2], b.t.view(2, 2))
@@ -116,7 +116,7 @@ def test_transr_saves_its_projections(tmp_path):
     res = train_kge(_config(tmp_path, "TransR", hidden_dim=4, max_step=2, test=False), out=io.StringIO())
     assert (res.save_dir / "planted_TransRprojection.npy").is_file()
     saved = load_model(res.save_dir)
-    assert saved.params.tables["projection"].shape == (2, 16)
+    assert saved.tables["projection"].shape == (2, 16)
 
 
 def test_validation_during_training(tmp_path):

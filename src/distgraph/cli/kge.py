@@ -1,4 +1,5 @@
-"""`distgraph kge train|eval`: DGL-KE's `dglke_train` / `dglke_eval` flags, faster."""
+"""`distgraph kge train|eval|partition|dist-train`: DGL-KE's `dglke_train`, `dglke_eval`,
+`dglke_partition` and `dglke_dist_train` flags."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 from dataclasses import fields
 
 from ..kge.config import MODEL_ALIASES, MODEL_NAMES, EvalConfig, TrainConfig, field_defaults
+from .copy import add_ssh_args, ssh_options
 
 _NAMED_DELIMITERS = {"\\t": "\t", "tab": "\t", "TAB": "\t", "space": " ", "comma": ",", "pipe": "|"}
 
@@ -31,10 +33,15 @@ def _add_data_args(p: argparse.ArgumentParser, d: dict) -> None:
 
 
 def _add_run_args(p: argparse.ArgumentParser, d: dict) -> None:
-    p.add_argument("--batch_size_eval", type=int, default=d["batch_size_eval"],
-                   help="test triples scored against all entities at once")
-    p.add_argument("--num_proc", type=int, default=d["num_proc"], help="processes (Hogwild training, split testing)")
-    p.add_argument("--num_thread", type=int, default=d["num_thread"], help="torch threads per process")
+    a = p.add_argument
+    a("--batch_size_eval", type=int, default=d["batch_size_eval"], help="test triples ranked at once")
+    a("--num_proc", type=int, default=d["num_proc"], help="processes (training); kge eval: threads x --num_thread")
+    a("--num_thread", type=int, default=d["num_thread"], help="torch threads per process")
+    a("--neg_sample_size_eval", type=int, default=d["neg_sample_size_eval"],
+      help="rank each triple against this many sampled entities (-1: against all)")
+    a("--neg_deg_sample_eval", action="store_true", help="sample those candidates by degree (needs --no_eval_filter)")
+    a("--eval_percent", type=float, default=d["eval_percent"], help="evaluate this fraction of the triples")
+    a("--no_eval_filter", action="store_true", help="do not filter the known triples out of the rankings")
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
@@ -68,6 +75,14 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                                                             "--checkpoint_interval steps (the newest two are kept)")
     a("--checkpoint_interval", type=int, default=d["checkpoint_interval"], help="steps between checkpoints")
     a("--resume", action="store_true", help="continue from the newest complete checkpoint in --checkpoint_dir")
+    a("--force_sync_interval", type=int, default=d["force_sync_interval"],
+      help="the processes wait for each other every N steps (-1: never)")
+    a("--rel_part", action="store_true", help="each process trains on whole relations (balanced by triples)")
+    a("--async_update", action="store_true", help="accepted for DGL-KE's command lines: updates are asynchronous "
+                                                  "already (each process applies its own, Hogwild)")
+    a("--has_edge_importance", action="store_true", help="the training file's 4th column weighs each triple")
+    a("--gpu", type=int, nargs="+", default=d["gpu"], help="refused: training runs on CPUs")
+    a("--mix_cpu_gpu", action="store_true", help="refused: training runs on CPUs")
 
 
 def register(subparsers) -> None:
@@ -84,7 +99,35 @@ def register(subparsers) -> None:
     ev.add_argument("--model_path", required=True, help="folder written by `kge train` (holds config.json)")
     _add_data_args(ev, {})
     _add_run_args(ev, field_defaults(EvalConfig))
+    ev.add_argument("--model_name", default=None, choices=[*MODEL_NAMES, *MODEL_ALIASES],
+                    help="as dglke_eval takes it; must be the saved model's")
+    ev.add_argument("--hidden_dim", type=int, default=None, help="must be the saved model's")
+    ev.add_argument("-g", "--gamma", type=float, default=None, help="must be the saved model's")
+    ev.add_argument("-de", "--double_ent", action="store_true", help="must be the saved model's")
+    ev.add_argument("-dr", "--double_rel", action="store_true", help="must be the saved model's")
+    ev.add_argument("--seed", type=int, default=0, help="seed of --eval_percent and sampled candidates")
     ev.set_defaults(func=eval_command)
+    part = sub.add_parser("partition", help="partition a knowledge graph for dist-train (dglke_partition)",
+                          description="Partition a knowledge graph's entities (METIS balanced by triples, or "
+                                      "random) into DATA_PATH/DATASET/partitions/ for `kge dist-train`.")
+    _add_data_args(part, field_defaults(TrainConfig))
+    part.add_argument("-k", "--num_parts", type=int, required=True, help="number of partitions (= machines)")
+    part.add_argument("--part_method", default="metis", choices=("metis", "random"))
+    part.add_argument("--has_edge_importance", action="store_true",
+                      help="the training file's 4th column weighs each triple")
+    part.add_argument("--seed", type=int, default=0)
+    part.set_defaults(func=partition_command)
+    dist = sub.add_parser("dist-train", help="train on the machines of ip_config (dglke_dist_train)",
+                          description="Train on a cluster over the partition of `kge partition`: servers hold the "
+                                      "embeddings, NUM_CLIENT_PROC trainers per machine train on its triples.")
+    _add_train_args(dist)
+    dist.add_argument("--path", required=True, help="the workspace on every machine")
+    dist.add_argument("--ip_config", required=True, help="one `IP [PORT [NUM_SERVERS]]` line per machine")
+    dist.add_argument("--num_client_proc", type=int, default=1, help="trainer processes per machine")
+    dist.add_argument("--part_config", default=None,
+                      help="the partition config (default DATA_PATH/DATASET/partitions/DATASET.json)")
+    add_ssh_args(dist)
+    dist.set_defaults(func=dist_train_command)
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
@@ -102,6 +145,35 @@ def train_command(args: argparse.Namespace) -> int:
     from ..kge.pipeline import train_kge
 
     train_kge(train_config(args))
+    return 0
+
+
+def partition_command(args: argparse.Namespace) -> int:
+    """`distgraph kge partition`."""
+    from ..kge.data import load_dataset
+    from ..kge.partition import partition_kg
+    from ..kge.pipeline import partition_folder
+    from ..partition.assign import positive_int
+
+    k = positive_int(args.num_parts, "--num_parts")
+    data = load_dataset(args.data_path, args.dataset, args.format, args.data_files, args.delimiter,
+                        with_importance=args.has_edge_importance)
+    out = partition_folder(args.data_path, args.dataset)
+    s = partition_kg(data, k, out, args.part_method, args.seed, data.importance, progress=True)
+    print(f"{args.part_method} partitioning of {data.name} ({data.n_entities:,} entities, {len(data.train):,} "
+          f"training triples) into {k} parts -> {out}/{data.name}.json")
+    print(f"triples whose two entities sit in different partitions: {s.cross_share:.2%}")
+    print(f"triples per partition: {', '.join(f'{n:,}' for n in s.triples_per_part)} (max/mean {s.imbalance:.3f}); "
+          f"entities per partition: {', '.join(f'{n:,}' for n in s.entities_per_part)} ({s.seconds:.1f} s)")
+    return 0
+
+
+def dist_train_command(args: argparse.Namespace) -> int:
+    """`distgraph kge dist-train`."""
+    from ..kge.pipeline import DistOptions, dist_train_kge
+
+    dist_train_kge(train_config(args), DistOptions(args.path, args.ip_config, args.num_client_proc, args.part_config,
+                                                   ssh_options(args)))
     return 0
 
 

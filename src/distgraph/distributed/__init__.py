@@ -9,7 +9,7 @@ _EXPORTS = {
     **{n: f".checkpoint:{n}" for n in ("CheckpointDir", "load_checkpoint", "save_checkpoint")},
     **{n: f".initializers:{n}" for n in ("Constant", "Initializer", "Normal", "Uniform", "Zeros")},
     **{n: f".policy:{n}" for n in ("EdgePartitionPolicy", "NodePartitionPolicy", "PartitionPolicy",
-                                   "edge_policy_str", "graph_data_name", "node_policy_str")},
+                                   "edge_policy_str", "graph_data_name", "node_policy_str", "table_policy_str")},
     **{n: f".runtime:{n}" for n in ("all_gather", "barrier", "exit_client", "get_context", "initialize",
                                     "is_initialized", "shutdown_servers")},
 }

@@ -1,9 +1,11 @@
-"""Partition policies: which machine owns a row of node or edge data of one type.
+"""Partition policies: which machine owns a row of node or edge data of one type, or of a
+table that is not graph data.
 
 As in DGL, a policy is named by a string, `node~<ntype>` or `edge~<src>:<rel>:<dst>`, and
 answers `to_partid`, `to_local` and `get_part_size` from the partition book. Rows are
 per-type ids; partition p owns one contiguous range per type, so the owner of an id is a
-`searchsorted` over the range bounds.
+`searchsorted` over the range bounds. `table~<rows>` is a table of `rows` rows (a KG's
+relation embeddings, say) cut into equal contiguous ranges, one per machine.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, as_id_tensor
 from ..partition import RangePartitionBook
 from ..partition.layout import etype_key
 
-NODE, EDGE = "node", "edge"
+NODE, EDGE, TABLE = "node", "edge", "table"
 
 
 def node_policy_str(ntype: str = DEFAULT_NTYPE) -> str:
@@ -24,6 +26,11 @@ def node_policy_str(ntype: str = DEFAULT_NTYPE) -> str:
 
 def edge_policy_str(etype=DEFAULT_ETYPE) -> str:
     return f"{EDGE}~{etype_key(tuple(etype)) if not isinstance(etype, str) else etype}"
+
+
+def table_policy_str(rows: int) -> str:
+    """The policy of a plain table of `rows` rows, spread evenly over the machines."""
+    return f"{TABLE}~{int(rows)}"
 
 
 def graph_data_name(policy_str: str, data_name: str) -> str:
@@ -36,8 +43,16 @@ class PartitionPolicy:
 
     def __init__(self, policy_str: str, partition_book: RangePartitionBook):
         kind, _, type_name = policy_str.partition("~")
-        if kind not in (NODE, EDGE):
-            raise InputError(f"policy {policy_str!r} must start with 'node~' or 'edge~'")
+        if kind not in (NODE, EDGE, TABLE):
+            raise InputError(f"policy {policy_str!r} must start with 'node~', 'edge~' or 'table~'")
+        self._kind, self._type, self._book = kind, type_name, partition_book
+        parts = partition_book.num_partitions()
+        if kind == TABLE:
+            if not type_name.isdigit():
+                raise InputError(f"policy {policy_str!r}: a table policy is 'table~<number of rows>'")
+            rows = int(type_name)
+            self._bounds = torch.tensor([rows * p // parts for p in range(parts + 1)], dtype=torch.int64)
+            return
         if kind == NODE:
             type_name = type_name or DEFAULT_NTYPE
             if type_name not in partition_book.ntypes:
@@ -47,10 +62,9 @@ class PartitionPolicy:
             type_name = type_name or etype_key(DEFAULT_ETYPE)
             if type_name not in keys:
                 raise InputError(f"policy {policy_str!r}: unknown edge type; canonical edge types are {keys}")
-        self._kind, self._type = kind, type_name
-        self._book = partition_book
+        self._type = type_name
         span = partition_book.node_range if kind == NODE else partition_book.edge_range
-        ranges = [span(p, type_name) for p in range(partition_book.num_partitions())]
+        ranges = [span(p, type_name) for p in range(parts)]
         self._bounds = torch.tensor([r[0] for r in ranges] + [ranges[-1][1]], dtype=torch.int64)
 
     @property

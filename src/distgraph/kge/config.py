@@ -43,6 +43,16 @@ class TrainConfig:
     adversarial_temperature: float = 1.0
     regularization_coef: float = 2e-6
     regularization_norm: int = 3
+    neg_sample_size_eval: int = -1  # candidates per ranked triple; -1: every entity
+    neg_deg_sample_eval: bool = False
+    eval_percent: float = 1.0
+    no_eval_filter: bool = False
+    force_sync_interval: int = -1  # all processes wait for each other every N steps; -1: never
+    rel_part: bool = False
+    async_update: bool = False
+    has_edge_importance: bool = False
+    gpu: list[int] | None = None
+    mix_cpu_gpu: bool = False
     seed: int = 0
     checkpoint_dir: str | None = None
     checkpoint_interval: int = 1000
@@ -52,6 +62,13 @@ class TrainConfig:
         """Reject settings that cannot run, naming the flag."""
         _positive(self, "max_step", "batch_size", "batch_size_eval", "neg_sample_size", "log_interval",
                   "eval_interval", "num_proc", "num_thread", "hidden_dim", "checkpoint_interval")
+        check_eval(self)
+        if self.gpu and any(g >= 0 for g in self.gpu) or self.mix_cpu_gpu:
+            raise InputError("--gpu and --mix_cpu_gpu need a GPU, and distgraph trains knowledge-graph embeddings on "
+                             "CPUs; drop them (--num_proc and --num_thread set the CPU parallelism)")
+        if self.force_sync_interval == 0 or self.force_sync_interval < -1:
+            raise InputError(f"--force_sync_interval must be a positive number of steps (or -1: never), got "
+                             f"{self.force_sync_interval}")
         if self.resume and not self.checkpoint_dir:
             raise InputError("--resume needs --checkpoint_dir (the folder of the run to continue)")
         if self.lr <= 0:
@@ -78,11 +95,36 @@ class EvalConfig:
     batch_size_eval: int = 8
     num_proc: int = 1
     num_thread: int = 1
+    neg_sample_size_eval: int = -1
+    neg_deg_sample_eval: bool = False
+    eval_percent: float = 1.0
+    no_eval_filter: bool = False
+    # dglke_eval also takes the model's settings; they must be those saved with it
+    model_name: str | None = None
+    hidden_dim: int | None = None
+    gamma: float | None = None
+    double_ent: bool = False
+    double_rel: bool = False
+    seed: int = 0
 
     def check(self) -> EvalConfig:
         """Reject settings that cannot run, naming the flag."""
         _positive(self, "batch_size_eval", "num_proc", "num_thread")
+        check_eval(self)
         return self
+
+
+def check_eval(cfg) -> None:
+    """The evaluation flags shared by training and evaluation."""
+    if not 0 < cfg.eval_percent <= 1:
+        raise InputError(f"--eval_percent must be a fraction in (0, 1], got {cfg.eval_percent}")
+    if cfg.neg_sample_size_eval == 0 or cfg.neg_sample_size_eval < -1:
+        raise InputError(f"--neg_sample_size_eval must be positive (or -1: rank against every entity), got "
+                         f"{cfg.neg_sample_size_eval}")
+    if cfg.neg_deg_sample_eval and cfg.neg_sample_size_eval == -1:
+        raise InputError("--neg_deg_sample_eval samples the candidates: give --neg_sample_size_eval too")
+    if cfg.neg_deg_sample_eval and not cfg.no_eval_filter:
+        raise InputError("--neg_deg_sample_eval cannot filter the known triples (as in DGL-KE): add --no_eval_filter")
 
 
 def _positive(cfg: object, *names: str) -> None:

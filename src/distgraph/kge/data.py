@@ -40,6 +40,7 @@ class KGData:
     train: np.ndarray
     valid: np.ndarray | None = None
     test: np.ndarray | None = None
+    importance: np.ndarray | None = None  # one weight per training triple (--has_edge_importance)
 
     @property
     def n_entities(self) -> int:
@@ -63,11 +64,24 @@ def parse_format(fmt: str) -> tuple[str, str]:
                      f"one of {', '.join(ORDERS)} (the column order of head, relation, tail)")
 
 
-def _fields(path: Path, delimiter: str, ncols: int, what: str) -> list[list[str]]:
-    """Columns of a delimited text file with exactly `ncols` fields per non-blank line."""
+def read_text(path: Path, what: str) -> str:
+    """A UTF-8 text file (a byte-order mark dropped); one clear error for anything else."""
+    if path.is_dir():
+        raise InputError(f"{what} file {path} is a directory; give the file inside it")
     if not path.is_file():
         raise InputError(f"{what} file {path} does not exist")
-    raw = path.read_text(encoding="utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError(f"{path} line {line}: the bytes {data[exc.start:exc.start + 4]!r} are not UTF-8; convert the "
+                         f"file to UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+
+
+def _fields(path: Path, delimiter: str, ncols: int, what: str) -> list[list[str]]:
+    """Columns of a delimited text file with exactly `ncols` fields per non-blank line."""
+    raw = read_text(path, what).replace("\r\n", "\n").replace("\r", "\n")
     text = _BLANK_LINES.sub("", raw + "\n").rstrip("\n")
     if not text:
         raise InputError(f"{what} file {path} is empty")
@@ -140,10 +154,24 @@ def write_dict(path: Path, names: list[str], delimiter: str = "\t") -> None:
     Path(path).write_text("".join(f"{i}{delimiter}{n}\n" for i, n in enumerate(names)), encoding="utf-8")
 
 
-def _read_named(files: list[Path], order: str, delimiter: str,
-                entities: list[str] | None, relations: list[str] | None) -> tuple[list[str], list[str], list]:
+def _columns(files: list[Path], delimiter: str, importance: bool) -> tuple[list[list[list[str]]], np.ndarray | None]:
+    """Each file's three columns; with `importance` the training file (the first) has a
+    fourth, its triples' weights (DGL-KE's --has_edge_importance)."""
+    cols = [_fields(p, delimiter, 4 if importance and i == 0 else 3, "triple") for i, p in enumerate(files)]
+    if not importance:
+        return cols, None
+    try:
+        weights = np.array(cols[0].pop(), dtype=np.float32)
+    except ValueError:
+        raise InputError(f"{files[0]}: with --has_edge_importance the 4th column must be a number (the triple's "
+                         f"importance)") from None
+    return cols, weights
+
+
+def _read_named(files: list[Path], order: str, delimiter: str, entities: list[str] | None,
+                relations: list[str] | None, importance: bool = False) -> tuple[list[str], list[str], list, np.ndarray | None]:
     """Triples of names; dictionaries are built in first-appearance order unless given."""
-    cols = [_fields(p, delimiter, 3, "triple") for p in files]
+    cols, weights = _columns(files, delimiter, importance)
     hrt = [[c[order.index(k)] for k in "hrt"] for c in cols]
     if entities is None:
         entities = _first_appearance([sum((x[0] for x in hrt), []), sum((x[2] for x in hrt), [])])
@@ -153,26 +181,24 @@ def _read_named(files: list[Path], order: str, delimiter: str,
     ridx = {n: i for i, n in enumerate(relations)}
     triples = [np.stack([_ids(h, eidx, p, "entity"), _ids(r, ridx, p, "relation"), _ids(t, eidx, p, "entity")], 1)
                for p, (h, r, t) in zip(files, hrt)]
-    return entities, relations, triples
+    return entities, relations, triples, weights
 
 
-def _read_ids(files: list[Path], order: str, delimiter: str, n_ent: int, n_rel: int) -> list[np.ndarray]:
+def _read_ids(files: list[Path], order: str, delimiter: str, n_ent: int, n_rel: int,
+              importance: bool = False) -> tuple[list[np.ndarray], np.ndarray | None]:
     """Triples of integer ids, columns in `order`."""
     out = []
-    for p in files:
-        cols = _fields(p, delimiter, 3, "triple")
+    all_cols, weights = _columns(files, delimiter, importance)
+    for p, cols in zip(files, all_cols):
         h, r, t = (cols[order.index(k)] for k in "hrt")
         out.append(np.stack([_int_ids(h, n_ent, p, "entity"), _int_ids(r, n_rel, p, "relation"),
                              _int_ids(t, n_ent, p, "entity")], 1))
-    return out
+    return out, weights
 
 
 def _count_header(path: Path) -> int:
     """Freebase's entity2id.txt / relation2id.txt start with the number of ids."""
-    if not path.is_file():
-        raise InputError(f"dictionary file {path} does not exist")
-    with open(path, encoding="utf-8") as f:
-        first = f.readline().strip()
+    first = read_text(path, "dictionary").split("\n", 1)[0].strip()
     if not first.isdigit():
         raise InputError(f"{path} line 1: expected the number of ids, found {first!r}")
     return int(first)
@@ -194,34 +220,39 @@ def _builtin(data_path: Path, name: str, delimiter: str, entities: list[str] | N
                          f"--data_path pointing at the folder that contains {name}/")
     if name == "Freebase":
         n_ent, n_rel = _count_header(root / "entity2id.txt"), _count_header(root / "relation2id.txt")
-        triples = _read_ids(files, "htr", delimiter, n_ent, n_rel)
+        triples, _ = _read_ids(files, "htr", delimiter, n_ent, n_rel)
         return KGData(name, entities or [str(i) for i in range(n_ent)],
                       relations or [str(i) for i in range(n_rel)], *triples)
     if entities is None and (root / "entities.dict").is_file():
         entities = read_dict(root / "entities.dict")
         relations = read_dict(root / "relations.dict")
-    ents, rels, triples = _read_named(files, "hrt", delimiter, entities, relations)
+    ents, rels, triples, _ = _read_named(files, "hrt", delimiter, entities, relations)
     return KGData(name, ents, rels, *triples)
 
 
 def load_dataset(data_path: str | Path, dataset: str, fmt: str = "built_in", data_files: list[str] | None = None,
-                 delimiter: str = "\t", entities: list[str] | None = None,
-                 relations: list[str] | None = None) -> KGData:
-    """Load a knowledge graph as `dglke_train` does; pass `entities`/`relations` to reuse saved maps."""
+                 delimiter: str = "\t", entities: list[str] | None = None, relations: list[str] | None = None,
+                 with_importance: bool = False) -> KGData:
+    """Load a knowledge graph as `dglke_train` does; pass `entities`/`relations` to reuse saved maps.
+    `with_importance`: the training file has a fourth column, each triple's importance."""
     kind, order = parse_format(fmt)
     root = Path(data_path)
     if kind == "built_in":
+        if with_importance:
+            raise InputError("--has_edge_importance needs your own files (--format raw_udd_* or udd_*) whose "
+                             "training file has a fourth column")
         return _builtin(root, dataset, delimiter, entities, relations)
     files = [root / f for f in (data_files or [])]
     if kind == "raw_udd":
         if len(files) not in (1, 3):
             raise InputError(f"--format {fmt} needs --data_files TRAIN or TRAIN VALID TEST (got {len(files)} "
                              f"files), paths relative to --data_path {root}")
-        ents, rels, triples = _read_named(files, order, delimiter, entities, relations)
-        return KGData(dataset, ents, rels, *triples)
+        ents, rels, triples, weights = _read_named(files, order, delimiter, entities, relations, with_importance)
+        return KGData(dataset, ents, rels, *triples, importance=weights)
     if len(files) not in (3, 5):
         raise InputError(f"--format {fmt} needs --data_files ENTITIES RELATIONS TRAIN [VALID TEST] (got "
                          f"{len(files)} files), paths relative to --data_path {root}")
     ents = entities or read_dict(files[0], delimiter)
     rels = relations or read_dict(files[1], delimiter)
-    return KGData(dataset, ents, rels, *_read_ids(files[2:], order, delimiter, len(ents), len(rels)))
+    triples, weights = _read_ids(files[2:], order, delimiter, len(ents), len(rels), with_importance)
+    return KGData(dataset, ents, rels, *triples, importance=weights)

@@ -9,26 +9,30 @@ from torch import Tensor
 
 
 def kge_loss(pos: Tensor, neg: Tensor, adversarial: bool = False, temperature: float = 1.0,
-             mask: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+             mask: Tensor | None = None, importance: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """(loss, pos_loss, neg_loss) with loss = (-mean log s(pos) - mean_i sum_j w_ij log s(-neg_ij)) / 2.
 
     `neg` holds the negative scores of each positive in its last dimension. Weights w are
     uniform, or with `adversarial` softmax(temperature * neg) treated as constants (RotatE's
     self-adversarial sampling). `mask` (same shape, bool) drops excluded negatives.
+    `importance` (one per positive, --has_edge_importance) scales both terms of each
+    positive before the means, as DGL-KE does.
     """
-    pos_loss = -F.logsigmoid(pos).mean()
     logs = F.logsigmoid(-neg)
     if adversarial:
         logits = neg.detach() * temperature
         if mask is not None:
             logits = logits.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(logits, -1)
-        neg_loss = -(weights * logs).sum(-1).mean()
+        per_neg = -(torch.softmax(logits, -1) * logs).sum(-1)
     elif mask is not None:
-        weights = mask / mask.sum(-1, keepdim=True)
-        neg_loss = -(weights * logs).sum(-1).mean()
+        per_neg = -((mask / mask.sum(-1, keepdim=True)) * logs).sum(-1)
     else:
-        neg_loss = -logs.mean()
+        per_neg = -logs.mean(-1)
+    per_pos = -F.logsigmoid(pos)
+    if importance is not None:
+        per_pos = per_pos * importance
+        per_neg = per_neg * importance.view(per_neg.shape)
+    pos_loss, neg_loss = per_pos.mean(), per_neg.mean()
     return (pos_loss + neg_loss) / 2, pos_loss, neg_loss
 
 

@@ -27,13 +27,15 @@ class Reporter:
         self.results: dict[str, dict[str, float]] = {}
         self.trained: list[tuple[int, int]] = []
         self.t_start = self.t_trained = time.perf_counter()
+        self.started = 0
         self.train_time: float | None = None
         self.test_time: float | None = None
 
-    def write(self, text: str) -> None:
-        """Print a line without breaking the progress bar."""
-        tqdm.write(text, file=self.out)
-        self.out.flush()
+    def write(self, text: str, err: bool = False) -> None:
+        """Print a line without breaking the progress bar (to stderr with `err`)."""
+        out = sys.stderr if err else self.out
+        tqdm.write(text, file=out)
+        out.flush()
 
     @property
     def triples(self) -> int:
@@ -57,6 +59,14 @@ class Reporter:
                 self._all_trained()
         elif kind == "metrics":
             self._metrics(msg[2], msg[3])
+        elif kind == "started":  # throughput counts from when every trainer trains, not from process start-up
+            self.started += 1
+            if self.started == self.num_proc:
+                self.t_start = time.perf_counter()
+        elif kind == "resumed":
+            self.write(f"Resume from {msg[2]} at step {msg[3]}")
+        elif kind == "saved":
+            self.write(f"Save model to {msg[2]}")
 
     def _all_trained(self) -> None:
         now = time.perf_counter()

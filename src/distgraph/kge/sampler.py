@@ -28,6 +28,7 @@ class Batch:
     neg: Tensor  # (chunks, negatives) entity ids
     corrupt_head: bool
     neg_mask: Tensor | None = None  # (chunks, chunk_size, negatives), False where a negative is excluded
+    importance: Tensor | None = None  # one weight per positive (--has_edge_importance)
 
     @property
     def num_chunks(self) -> int:
@@ -51,12 +52,15 @@ def chunk_layout(batch_size: int, neg_sample_size: int, num_triples: int) -> tup
 
 
 class ChunkSampler:
-    """Endless stream of batches over one process's triples, reshuffled each epoch."""
+    """Endless stream of batches over one process's triples, reshuffled each epoch; negative
+    entities are drawn uniformly from `neg_range` (a machine's own entities in distributed
+    training, as DGL-KE's distributed mode samples them from its partition)."""
 
-    def __init__(self, triples: Tensor, n_entities: int, batch_size: int, neg_sample_size: int,
-                 neg_deg_sample: bool = False, seed: int = 0):
+    def __init__(self, triples: Tensor, neg_range: tuple[int, int], batch_size: int, neg_sample_size: int,
+                 neg_deg_sample: bool = False, seed: int = 0, importance: Tensor | None = None):
         self.triples = triples
-        self.n_entities = n_entities
+        self.neg_range = neg_range
+        self.importance = importance
         self.batch_size, self.chunk_size = chunk_layout(batch_size, neg_sample_size, len(triples))
         self.neg_sample_size = neg_sample_size
         self.neg_deg_sample = neg_deg_sample
@@ -94,14 +98,15 @@ class ChunkSampler:
 
     def __next__(self) -> Batch:
         self.step += 1
-        h, r, t = self.triples[self._next_ids()].unbind(1)
+        ids = self._next_ids()
+        h, r, t = self.triples[ids].unbind(1)
         corrupt_head = self.step % 2 == 0  # DGL-KE starts with tails, then alternates
         chunks = self.batch_size // self.chunk_size
-        neg = torch.randint(self.n_entities, (chunks, self.neg_sample_size), generator=self.gen)
+        neg = torch.randint(*self.neg_range, (chunks, self.neg_sample_size), generator=self.gen)
         mask = None
         if self.neg_deg_sample:
             own = (h if corrupt_head else t).view(chunks, self.chunk_size)
             neg = torch.cat([own, neg], 1)
             mask = torch.ones(chunks, self.chunk_size, neg.shape[1], dtype=torch.bool)
             mask[:, :, :self.chunk_size] = self._diag
-        return Batch(h, r, t, neg, corrupt_head, mask)
+        return Batch(h, r, t, neg, corrupt_head, mask, None if self.importance is None else self.importance[ids])

@@ -17,38 +17,38 @@ import torch
 
 from ..errors import InputError
 from .config import TrainConfig
-from .data import KGData, read_dict, write_dict
+from .data import read_dict, write_dict
 from .models import KGEModel, create_model
-from .params import KGEParams
 
 _SUFFIX = {"entity": "_entity", "relation": "_relation", "projection": "projection"}
 ENTITY_DICT = "entities.dict"
 RELATION_DICT = "relations.dict"
 
 
-def make_model_dir(save_path: str | Path, model_name: str, dataset: str) -> Path:
-    """Create `<save_path>/<model>_<dataset>_<n>` with n = number of earlier runs, as DGL-KE names it."""
+def next_model_dir(save_path: str | Path, model_name: str, dataset: str) -> Path:
+    """`<save_path>/<model>_<dataset>_<n>`, numbered after the runs already there, as DGL-KE
+    names it (after the highest, even if earlier ones were deleted); created when saving."""
     root = Path(save_path)
-    root.mkdir(parents=True, exist_ok=True)
     prefix = f"{model_name}_{dataset}_"
-    n = sum(1 for p in root.iterdir() if p.name.startswith(prefix))
-    out = root / f"{prefix}{n}"
-    out.mkdir()
-    return out
+    taken = [int(p.name[len(prefix):]) for p in (root.iterdir() if root.is_dir() else ())
+             if p.name.startswith(prefix) and p.name[len(prefix):].isdigit()]
+    return root / f"{prefix}{max(taken, default=-1) + 1}"
 
 
 def _table_file(path: Path, cfg: TrainConfig, table: str) -> Path:
     return path / f"{cfg.dataset}_{cfg.model_name}{_SUFFIX[table]}.npy"
 
 
-def save_model(path: Path, cfg: TrainConfig, params: KGEParams, data: KGData) -> None:
-    """Write the embeddings, the id maps and config.json into `path`."""
-    for name, table in params.tables.items():
+def save_model(path: Path, cfg: TrainConfig, tables: dict[str, torch.Tensor], entities: list[str],
+               relations: list[str]) -> None:
+    """Write the embeddings (rows in the original ids), the id maps and config.json into `path`."""
+    path.mkdir(parents=True, exist_ok=True)
+    for name, table in tables.items():
         np.save(_table_file(path, cfg, name), table.numpy())
-    write_dict(path / ENTITY_DICT, data.entities)
-    write_dict(path / RELATION_DICT, data.relations)
+    write_dict(path / ENTITY_DICT, entities)
+    write_dict(path / RELATION_DICT, relations)
     conf = cfg.to_dict()
-    conf.update(n_entities=data.n_entities, n_relations=data.n_relations, emap_file=ENTITY_DICT,
+    conf.update(n_entities=len(entities), n_relations=len(relations), emap_file=ENTITY_DICT,
                 rmap_file=RELATION_DICT)
     (path / "config.json").write_text(json.dumps(conf, indent=4))
 
@@ -59,7 +59,7 @@ class SavedModel:
 
     cfg: TrainConfig
     model: KGEModel
-    params: KGEParams
+    tables: dict[str, torch.Tensor]
     entities: list[str]
     relations: list[str]
 
@@ -80,10 +80,9 @@ def load_model(path: str | Path) -> SavedModel:
         if not f.is_file():
             raise InputError(f"{f} does not exist: the model was saved without embeddings (--no_save_emb?)")
         tables[name] = torch.from_numpy(np.load(f))
-    params = KGEParams(tables, {name: torch.zeros(len(t)) for name, t in tables.items()})
     entities = read_dict(root / conf.get("emap_file", ENTITY_DICT))
     relations = read_dict(root / conf.get("rmap_file", RELATION_DICT))
     if (len(entities), len(relations)) != (len(tables["entity"]), len(tables["relation"])):
         raise InputError(f"{root}: the dictionaries list {len(entities)} entities and {len(relations)} relations "
                          f"but the embeddings have {len(tables['entity'])} and {len(tables['relation'])} rows")
-    return SavedModel(cfg, model, params, entities, relations)
+    return SavedModel(cfg, model, tables, entities, relations)

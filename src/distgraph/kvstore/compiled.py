@@ -93,6 +93,24 @@ def adam_rows(weight, m, v, steps, rows, state_rows, grad, lr, beta1, beta2, eps
             weight[r, d] -= lr * (md / (np.sqrt(vd / bc2) + eps) / bc1)
 
 
+@numba.njit(nogil=True, cache=True)
+def row_adagrad_rows(weight, state, rows, grad, lr):
+    n = rows.shape[0]
+    d = weight.shape[1]
+    for i in range(n):
+        if i + AHEAD < n:
+            _prefetch_row(weight, rows[i + AHEAD])
+        r = rows[i]
+        total = 0.0
+        for j in range(d):
+            total += grad[i, j] * grad[i, j]
+        s = state[r] + total / d
+        state[r] = s
+        scale = lr / (np.sqrt(s) + 1e-10)
+        for j in range(d):
+            weight[r, j] -= scale * grad[i, j]
+
+
 @numba.njit(nogil=True, cache=True)  # serial: as fast here, and no worker thread to wake per call
 def gather(src, rows, out):
     n = rows.shape[0]

@@ -72,3 +72,12 @@ def adam(weight: torch.Tensor, m: torch.Tensor, v: torch.Tensor, steps: torch.Te
     compiled.use_torch_threads()
     compiled.adam_rows(_2d(weight), _2d(m), _2d(v), steps.numpy(), rows.numpy(), state_rows.numpy(), _2d(grad),
                        lr, beta1, beta2, eps)
+
+
+def row_adagrad(weight: torch.Tensor, state: torch.Tensor, rows: torch.Tensor, grad: torch.Tensor,
+                lr: float) -> None:
+    """DGL-KE's row-wise Adagrad, in place: state[r] += mean(g²); weight[r] -= lr · g / (√state[r] + 1e-10).
+    One accumulator per row (`state` is 1-D), so the state costs 4 bytes a row."""
+    from . import compiled
+
+    compiled.row_adagrad_rows(_2d(weight), state.numpy(), rows.numpy(), _2d(grad.contiguous()), lr)

@@ -18,7 +18,10 @@ from ..errors import InputError
 from . import kernels
 
 DTYPES = (torch.float32, torch.float64)  # row dtypes the optimisers update (numba kernels)
-_PARAMS = {"adagrad": ("lr", "eps"), "adam": ("lr", "beta1", "beta2", "eps")}
+_PARAMS = {"adagrad": ("lr", "eps"), "adam": ("lr", "beta1", "beta2", "eps"), "rowadagrad": ("lr",)}
+# `rowadagrad` (DGL-KE's) keeps one accumulator per row in another tensor of the store, named
+# by the spec's `state`, so every process that maps the rows can apply it (`optim.row_adagrad`)
+SHARED_STATE = {"rowadagrad"}
 
 
 def check_spec(spec: Any) -> dict:
@@ -26,12 +29,19 @@ def check_spec(spec: Any) -> dict:
     if not isinstance(spec, dict) or spec.get("kind") not in _PARAMS:
         raise InputError(f"optimizer must be a map with 'kind' in {sorted(_PARAMS)}, got {spec!r}")
     kind = spec["kind"]
-    if set(spec) != {"kind", *_PARAMS[kind]}:
-        raise InputError(f"optimizer {kind!r} takes exactly {list(_PARAMS[kind])}")
+    names = {"kind", *_PARAMS[kind], *(("state",) if kind in SHARED_STATE else ())}
+    if set(spec) != names:
+        raise InputError(f"optimizer {kind!r} takes exactly {sorted(names - {'kind'})}")
     for k in _PARAMS[kind]:
         v = spec[k]
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
             raise InputError(f"optimizer parameter {k!r} must be a finite number, got {v!r}")
+    if kind in SHARED_STATE:
+        if not isinstance(spec["state"], str) or not spec["state"]:
+            raise InputError(f"optimizer {kind!r} needs 'state', the name of its state tensor")
+        if spec["lr"] < 0:
+            raise InputError(f"optimizer needs lr >= 0, got lr={spec['lr']}")
+        return spec
     if spec["lr"] < 0 or spec["eps"] <= 0:
         raise InputError(f"optimizer needs lr >= 0 and eps > 0, got lr={spec['lr']} eps={spec['eps']}")
     if kind == "adam" and not (0 <= spec["beta1"] < 1 and 0 <= spec["beta2"] < 1):

@@ -172,6 +172,10 @@ class KVStore:
         if shard.meta.dtype not in optimizers.DTYPES:
             raise InputError(f"tensor {name!r} has dtype {shard.meta.dtype}; sparse optimizers need floating point "
                              f"rows of {' or '.join(map(str, optimizers.DTYPES))}")
+        if spec["kind"] in optimizers.SHARED_STATE:
+            local, values = _coalesce(local, values)
+            kernels.row_adagrad(shard.data, self.row_state(shard, spec["state"]), local, values, spec["lr"])
+            return
         lo, hi = shard.own
         if local.numel() and (int(local.min()) < lo or int(local.max()) >= hi):
             raise InputError(f"optimizer updates of {name!r} rows outside [{lo + shard.first_row}, "
@@ -183,6 +187,14 @@ class KVStore:
                 hi - lo, tuple(shard.meta.shape[1:]), shard.meta.dtype)
         state.step(shard.data, local, local - lo, values, spec)
 
+
+    def row_state(self, shard: Shard, state: str) -> torch.Tensor:
+        """The rows of tensor `state` that hold one optimiser value per row of `shard`, checked."""
+        s = self.shard(state)
+        if (s.meta.shape, s.meta.dtype, s.meta.policy) != ((shard.meta.shape[0],), torch.float32, shard.meta.policy):
+            raise InputError(f"optimizer state {state!r} must be a float32 vector with the rows and policy of "
+                             f"{shard.meta.name!r}, got {s.meta.dtype} {list(s.meta.shape)} {s.meta.policy!r}")
+        return s.data
 
     # ------------------------------------------------------------ checkpoints
     def save_piece(self, name: str, uid: str | None, directory: Path) -> snapshot.Piece:

@@ -54,7 +54,7 @@ def plan_copy(opts: CopyOptions) -> dict[str, Files]:
     data = _relative(opts.rel_data_path, "--rel_data_path")
     shared: Files = {Path(opts.ip_config).name: Path(opts.ip_config),
                      f"{data}/{cfg.path.name}": cfg.path}
-    mapping = PartitionConfig(cfg.path, {**cfg.raw, "partitions": []}).files()  # files beside the partitions
+    mapping = PartitionConfig(cfg.path, {**cfg.raw, "partitions": []}).files()  # id maps and attachments
     shared.update({f"{data}/{f.relative_to(cfg.dir).as_posix()}": f for f in mapping})
     if opts.script_folder:
         folder = Path(opts.script_folder).expanduser()

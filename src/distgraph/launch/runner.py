@@ -25,7 +25,7 @@ from ..cluster.shm_files import SHM_DIR, session_glob
 from .plan import Plan, ProcessSpec, server_python
 from .remote import RemoteHost
 from .ssh import SshOptions
-from .supervisor import STOPPED_SECONDS, HostSupervisor, sweep_shared_memory
+from .supervisor import STOPPED_SECONDS, HostSupervisor, LineSink, sweep_shared_memory
 
 POLL_SECONDS = 0.05
 STATE_CHECK_SECONDS = 0.5  # how often process states (stopped?) are read
@@ -47,8 +47,9 @@ def _exit_code(returncode: int) -> int:
 class Job:
     """The running processes of one launch, on every host."""
 
-    def __init__(self, plan: Plan, ssh: SshOptions):
+    def __init__(self, plan: Plan, ssh: SshOptions, sink: LineSink | None = None):
         self.plan, self.ssh = plan, ssh
+        self.sink = sink or self._print
         self._lock = threading.Lock()
         self.specs = {s.label: s for s in plan.processes}
         self.local: HostSupervisor | None = None
@@ -80,7 +81,7 @@ class Job:
         job = {"session": self.plan.session, "workspace": self.plan.workspace, "check": self.plan.check}
         python = server_python(self.plan.processes[-1].command)
         for host, specs in remote.items():
-            self.remotes.append(RemoteHost(host, specs, job, python, self.ssh, self._print, self.say))
+            self.remotes.append(RemoteHost(host, specs, job, python, self.ssh, self.sink, self.say))
         if self.remotes:
             beat_forever(lambda: [r.lifeline for r in self.remotes], self._stop_beats)
         for r in self.remotes:
@@ -91,7 +92,7 @@ class Job:
         for spec in self.plan.processes:
             if spec.local:
                 if self.local is None:
-                    self.local = HostSupervisor(self.plan.workspace, self._print, self.say)
+                    self.local = HostSupervisor(self.plan.workspace, self.sink, self.say)
                 self.local.start(spec)
         for r in self.remotes:
             r.go()
@@ -173,9 +174,10 @@ class Job:
             self.say(f"could not remove shared memory {glob} on {remote.host}: {exc}")
 
 
-def run(plan: Plan, ssh: SshOptions = SshOptions()) -> int:
-    """Run the job to completion; returns the launcher's exit code."""
-    job = Job(plan, ssh)
+def run(plan: Plan, ssh: SshOptions = SshOptions(), sink: LineSink | None = None) -> int:
+    """Run the job to completion; returns the launcher's exit code. Output lines go to `sink`
+    (label, is stderr, text) if given, else are printed as `[label] text`."""
+    job = Job(plan, ssh, sink)
 
     def interrupt(signum, frame):
         raise _Interrupted(signum)

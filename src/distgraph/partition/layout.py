@@ -141,7 +141,8 @@ class PartitionConfig:
         return self.raw["partitions"][p]
 
     def files(self) -> list[Path]:
-        """Every file this config lists: each partition's arrays and the id maps."""
+        """Every file this config lists: each partition's arrays, the id maps and the
+        attachments (files a workload keeps beside the partition, e.g. a KG's dictionaries)."""
         found: list[Path] = []
 
         def walk(v: Any) -> None:
@@ -153,6 +154,16 @@ class PartitionConfig:
 
         walk([{k: v for k, v in meta.items() if k != "part_id"} for meta in self.raw["partitions"]])
         walk(self.raw.get("mapping", {}))
+        walk(self.raw.get("attachments", {}))
+        return found
+
+    def attachment(self, key: str) -> tuple[dict, dict]:
+        """What a workload attached to the partition under `key`: its settings, and its files
+        (paths relative to the config, which `files()` lists)."""
+        found = self.raw.get(key), self.raw.get("attachments", {}).get(key)
+        if not all(isinstance(x, dict) for x in found):
+            raise PartitionError(f"{self.path} has no {key!r} attachment; partition it with the command made for "
+                                 f"it (e.g. `distgraph kge partition` for knowledge graphs)")
         return found
 
     def part_files(self, p: int) -> list[Path]:
@@ -165,7 +176,8 @@ class PartitionConfig:
         for f in self.part_files(p):
             if not f.is_file():
                 raise PartitionError(f"partition file {f} is missing (listed in {self.path}); copy it or re-partition")
-            npy_check(f)
+            if f.suffix == ".npy":  # (attachments may be other files)
+                npy_check(f)
 
     def load_array(self, rel: str, *, rows: int | None = None, dtype: str | None = None,
                    mmap: bool = True) -> np.ndarray:

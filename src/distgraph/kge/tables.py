@@ -1,0 +1,47 @@
+"""A KGE model's embedding tables on the runtime: the entity table partitioned like the KG's
+entities (`node~_N`), each relation table (`relation`, TransR's `projection`) a plain table
+spread over the machines (`table~<rows>`), each trained with DGL-KE's row-wise Adagrad
+(`optim.RowAdagrad`). Standalone, in one machine's job and across machines alike: rows a
+process maps are read and updated in place, the others travel."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ..distributed import DistTensor, Uniform, node_policy_str, table_policy_str
+from ..optim.row_adagrad import RowAdagrad
+from ..optim.sparse import coalesce
+from .models import KGEModel
+
+PREFIX = "kge~"
+
+
+class KGETables:
+    """`tables["entity"]` is indexed by (partition) entity id, the others by relation id."""
+
+    def __init__(self, model: KGEModel, n_entities: int, n_relations: int, seed: int, lr: float):
+        shapes = {"entity": (n_entities, model.entity_dim)}
+        shapes.update({name: (n_relations, w) for name, w in model.relation_tables().items()})
+        self.tables: dict[str, DistTensor] = {}
+        for i, (name, shape) in enumerate(shapes.items()):
+            bound = model.init_range(name)
+            policy = node_policy_str() if name == "entity" else table_policy_str(n_relations)
+            self.tables[name] = DistTensor(shape, torch.float32, f"{PREFIX}{name}", Uniform(-bound, bound, seed + i),
+                                           policy, persistent=True)
+        self.optimizers = {name: RowAdagrad(t, lr) for name, t in self.tables.items()}
+
+    def relation_names(self) -> list[str]:
+        """Names of the relation-indexed tables, in the model's `rel` tuple order."""
+        return [n for n in self.tables if n != "entity"]
+
+    def rows(self, name: str, ids: Tensor) -> Tensor:
+        return self.tables[name][ids]
+
+    def update(self, name: str, ids: Tensor, grads: Tensor) -> None:
+        """Sum the gradients of repeated ids, then one row-wise Adagrad step on each row."""
+        self.optimizers[name].step(*coalesce(ids, grads))
+
+    def checkpointed(self) -> list[DistTensor]:
+        """Every tensor a checkpoint needs: the tables and their Adagrad state."""
+        return [*self.tables.values(), *(o.state for o in self.optimizers.values())]

@@ -1,0 +1,294 @@
+"""What every KGE trainer runs, on the runtime: for `kge train` (standalone in the calling
+process, or one machine's job of --num_proc trainers) and `kge dist-train` (a job on the
+machines of ip_config) alike.
+
+A trainer trains on its share of its machine's triples (the in-edges of the machine's
+entities in the KG partition: `kge.partition`), draws negatives from its machine's own
+entities, reads and updates rows through `KGETables` (rows of its machine in place, the
+others through their servers), ranks its share of the valid and test triples where the
+entity rows live (`ranking`), and reports what the parent prints as events: one JSON list
+per line on standard output behind `EVENT`, or straight to a callable in-process. Trainer 0
+saves the embeddings in `kge train`'s layout, in the entities' original ids.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..distributed import exit_client, get_context, initialize
+from ..distributed.checkpoint import CheckpointDir
+from ..distributed.runtime import barrier
+from ..errors import DistGraphError, InputError
+from ..malloc import keep_freed_memory
+from ..partition import load_partition
+from ..partition.layout import PartitionConfig
+from .config import TrainConfig
+from .data import read_dict
+from .evaluate import eval_share, evaluate
+from .loss import add_regularization_grad, kge_loss
+from .models import KGEModel, create_model
+from .ranking import Queries, ShardRanker, model_spec
+from .sampler import Batch, ChunkSampler
+from .save import save_model
+from .tables import KGETables
+
+JOB_ENV = "DISTGRAPH_KGE_JOB"  # the trainer's settings (JSON), from the parent
+EVENT = "@kge "
+STATS = ("loss", "pos_loss", "neg_loss", "regularization", "pos_score", "neg_score")
+_PROGRESS_SECONDS = 0.5
+# settings a resumed run shares with the run it continues (others, e.g. --max_step or logging, may change)
+MUST_MATCH = ("model_name", "dataset", "format", "data_files", "batch_size", "neg_sample_size", "neg_deg_sample",
+              "neg_adversarial_sampling", "adversarial_temperature", "hidden_dim", "lr", "gamma", "double_ent",
+              "double_rel", "regularization_coef", "regularization_norm", "num_proc", "seed", "rel_part")
+
+Emit = Callable[[tuple], None]
+
+
+def train_step(model: KGEModel, tables: KGETables, batch: Batch, cfg: TrainConfig) -> Tensor:
+    """Update the tables from one batch; returns the values of STATS as a tensor."""
+    n = len(batch.h)
+    chunks = batch.num_chunks
+    k = n // chunks
+    names = tables.relation_names()
+    ent_ids = torch.cat([batch.h, batch.t, batch.neg.reshape(-1)])
+    ent = tables.rows("entity", ent_ids).requires_grad_()
+    rels = [tables.rows(name, batch.r).requires_grad_() for name in names]
+
+    h, t, neg = ent.split([n, n, len(ent_ids) - 2 * n])
+    pos = model.pair(h, tuple(rels), t)
+    by_chunk = tuple(x.view(chunks, k, -1) for x in rels)
+    neg = neg.view(chunks, -1, ent.shape[1])
+    if batch.corrupt_head:
+        neg_scores = model.heads(neg, by_chunk, t.view(chunks, k, -1))
+    else:
+        neg_scores = model.tails(h.view(chunks, k, -1), by_chunk, neg)
+    loss, pos_loss, neg_loss = kge_loss(pos, neg_scores, cfg.neg_adversarial_sampling, cfg.adversarial_temperature,
+                                        batch.neg_mask, batch.importance)
+    loss.backward()
+    reg = torch.zeros(())
+    if cfg.regularization_coef > 0 and cfg.regularization_norm > 0:
+        with torch.no_grad():
+            reg = (add_regularization_grad(ent, ent.grad, cfg.regularization_coef, cfg.regularization_norm)
+                   + add_regularization_grad(rels[0], rels[0].grad, cfg.regularization_coef, cfg.regularization_norm))
+    tables.update("entity", ent_ids, ent.grad)
+    for name, x in zip(names, rels):
+        tables.update(name, batch.r, x.grad)
+    return torch.stack([loss + reg, pos_loss, neg_loss, reg, pos.mean(), neg_scores.mean()]).detach()
+
+
+class Trainer:
+    """One trainer's part of a KGE job (the runtime is initialised)."""
+
+    def __init__(self, cfg: TrainConfig, save_dir: str | None, emit: Emit):
+        self.cfg, self.save_dir, self.emit = cfg, save_dir, emit
+        self.ctx = ctx = get_context()
+        if ctx.part_config is None:
+            raise InputError("a KGE trainer needs the KG partition (kge partition's config)")
+        self.pcfg = PartitionConfig.load(ctx.part_config)
+        self.kg, self.kg_files = self.pcfg.attachment("kge")
+        self.n_entities, self.n_relations = int(self.kg["n_entities"]), int(self.kg["n_relations"])
+        self.model = create_model(cfg.model_name, cfg.hidden_dim, cfg.gamma, cfg.double_ent, cfg.double_rel)
+        self.tables = KGETables(self.model, self.n_entities, self.n_relations, cfg.seed, cfg.lr)
+        self.lo, self.hi = ctx.book.node_range(ctx.machine_id, "_N")
+        self.per_machine = ctx.num_trainers // ctx.num_machines
+        self._ranker: ShardRanker | None = None
+
+    # ----------------------------------------------------------------- data
+    def _array(self, rel: str) -> np.ndarray:
+        return np.load(self.pcfg.dir / rel, allow_pickle=False)
+
+    def local_triples(self) -> tuple[Tensor, Tensor | None]:
+        """This trainer's share of its machine's triples (h, r, t rows), and their importance."""
+        part = load_partition(self.ctx.part_config, self.ctx.machine_id)
+        t = torch.repeat_interleave(part.global_nid, part.indptr[1:] - part.indptr[:-1])
+        h = part.global_nid[part.indices]
+        rows = part.eids - part.book.edge_range(part.part_id, None)[0]  # edge data follows the edge ids
+        data = next(iter(part.edge_data.values()))
+        triples = torch.stack([h, data["rel"].to(torch.int64)[rows], t], 1)
+        importance = data["importance"][rows].to(torch.float32) if "importance" in data else None
+        local = self.ctx.rank % self.per_machine
+        if self.cfg.rel_part:  # each trainer takes whole relations, balanced by triples (DGL-KE's --rel_part)
+            counts = torch.bincount(triples[:, 1], minlength=self.n_relations)
+            order = torch.argsort(counts, descending=True, stable=True)
+            load = torch.zeros(self.per_machine, dtype=torch.int64)
+            owner = torch.empty(self.n_relations, dtype=torch.int64)
+            for rel in order.tolist():  # greedy: one pass over the relations, not over triples
+                owner[rel] = int(torch.argmin(load))
+                load[owner[rel]] += counts[rel]
+            mine = owner[triples[:, 1]] == local
+        else:
+            perm = torch.randperm(len(triples), generator=torch.Generator().manual_seed(self.cfg.seed))
+            mine = torch.zeros(len(triples), dtype=torch.bool)
+            mine[perm.tensor_split(self.per_machine)[local]] = True
+        if not bool(mine.any()):
+            raise InputError(f"trainer {self.ctx.rank} got no training triples: machine {self.ctx.machine_id} has "
+                             f"{len(triples)} for {self.per_machine} trainers; use fewer processes")
+        return triples[mine], None if importance is None else importance[mine]
+
+    def eval_triples(self, split: str) -> Tensor:
+        triples = torch.from_numpy(self._array(self.kg_files[split]))
+        return eval_share(triples, self.cfg.eval_percent, self.ctx.rank, self.ctx.num_trainers, self.cfg.seed)
+
+    # -------------------------------------------------------------- ranking
+    def _count(self, q: Queries, candidates: Tensor | None) -> Tensor:
+        """Candidates scoring at least the target, over every machine's shard."""
+        ctx, h = self.ctx, self.tables.tables["entity"]._handle
+        if self._ranker is None:
+            part = self.pcfg.part(ctx.machine_id)
+            self._ranker = ShardRanker(self.n_relations, self._array(part["kge_known_tail"]),
+                                       self._array(part["kge_known_head"]))
+        use_filter = not self.cfg.no_eval_filter
+        header = {"op": "kge_rank", "model": model_spec(self.model), "corrupt_head": q.corrupt_head,
+                  "filter": use_filter, "table": h.name}
+        base = [q.anchor, q.rel, q.true, q.target.contiguous(), q.anchor_rows.contiguous(),
+                *(x.contiguous() for x in q.rel_rows)]
+        requests, mine = [], None
+        for m in range(ctx.num_machines):
+            cand = None if candidates is None else candidates[(candidates >= h.bounds[m]) &
+                                                                (candidates < h.bounds[m + 1])]
+            if m == ctx.machine_id:
+                mine = cand
+            elif cand is None or len(cand):
+                requests.append((m, {**header, "uid": h.uids[m]}, base + ([] if cand is None else [cand])))
+        local, replies = ctx.client.overlap(requests, lambda: self._ranker.counts(
+            self.model, q, h.local, self.lo, use_filter, mine))
+        return local + sum((r.arrays[0] for r in replies), torch.zeros_like(local))
+
+    def _draw(self, size: int) -> Tensor:
+        """Candidates of sampled evaluation: uniform over the entities, or by degree (an entity
+        of a random local triple) with --neg_deg_sample_eval."""
+        if self.cfg.neg_deg_sample_eval:
+            pick = torch.randint(0, len(self.triples), (size,), generator=self.eval_gen)
+            return self.triples[pick, torch.randint(0, 2, (size,), generator=self.eval_gen) * 2]
+        return torch.randint(0, self.n_entities, (size,), generator=self.eval_gen)
+
+    def evaluate(self, triples: Tensor) -> dict[str, float]:
+        return evaluate(self.model, self.tables.rows, self._count, self.tables.relation_names(), triples,
+                        self.n_entities, self.cfg.batch_size_eval, self.cfg.neg_sample_size_eval, self._draw)
+
+    # --------------------------------------------------------------- training
+    def run(self) -> None:
+        cfg, ctx = self.cfg, self.ctx
+        torch.set_num_threads(cfg.num_thread)
+        keep_freed_memory()
+        self.triples, importance = self.local_triples()
+        self.eval_gen = torch.Generator().manual_seed(cfg.seed * 7919 + ctx.rank)
+        valid = self.eval_triples("valid") if cfg.valid else None
+        sampler = ChunkSampler(self.triples, (self.lo, self.hi), cfg.batch_size, cfg.neg_sample_size,
+                               cfg.neg_deg_sample, seed=(cfg.seed + 1) * 1_000_003 + ctx.rank, importance=importance)
+        acc = torch.zeros(len(STATS))
+        first = self._resume(sampler, acc)
+        self.emit(("started", ctx.rank))
+        t_log = t_progress = time.perf_counter()
+        for step in range(first, cfg.max_step + 1):
+            stats = train_step(self.model, self.tables, next(sampler), cfg)
+            if not bool(torch.isfinite(stats[0])):
+                raise DistGraphError(f"trainer {ctx.rank}: the loss became {float(stats[0])} at step {step}; lower "
+                                     f"--lr (or check the data and --regularization_coef)")
+            acc += stats
+            now = time.perf_counter()
+            if now - t_progress >= _PROGRESS_SECONDS:
+                self.emit(("progress", ctx.rank, step))
+                t_progress = now
+            if step % cfg.log_interval == 0 or step == cfg.max_step:
+                done = step % cfg.log_interval or cfg.log_interval
+                log = dict(zip(STATS, (acc / done).tolist()))
+                log["steps/s"] = done / max(now - t_log, 1e-9)
+                self.emit(("log", ctx.rank, step, log))
+                acc.zero_()
+                t_log = time.perf_counter()
+            if cfg.force_sync_interval > 0 and step % cfg.force_sync_interval == 0:
+                barrier()
+            if valid is not None and step % cfg.eval_interval == 0:
+                barrier()
+                self.emit(("metrics", ctx.rank, f"Valid (step {step})", self.evaluate(valid)))
+                barrier()
+            if cfg.checkpoint_dir and step % cfg.checkpoint_interval == 0 and step < cfg.max_step:
+                CheckpointDir(cfg.checkpoint_dir).save(step, self.tables.checkpointed(), {
+                    "step": step, "sampler": sampler.state(), "log_sums": acc.clone(),
+                    "config": json.dumps({k: getattr(cfg, k) for k in MUST_MATCH})})
+        trained = cfg.max_step - first + 1
+        self.emit(("progress", ctx.rank, cfg.max_step))
+        self.emit(("trained", ctx.rank, trained, trained * sampler.batch_size))
+        barrier()
+        self._save()
+        if cfg.test:
+            self.emit(("metrics", ctx.rank, "Test", self.evaluate(self.eval_triples("test"))))
+        barrier()
+
+    def _resume(self, sampler: ChunkSampler, acc: Tensor) -> int:
+        """The first step to train: 1, or after the newest checkpoint with --resume (restored)."""
+        cfg = self.cfg
+        if not cfg.resume:
+            return 1
+        found = CheckpointDir(cfg.checkpoint_dir).load_latest(self.tables.checkpointed())
+        if found is None:
+            return 1
+        step, state = found
+        saved, mine = json.loads(state["config"]), {k: getattr(cfg, k) for k in MUST_MATCH}
+        differ = [f"--{k} {saved[k]!r} -> {mine[k]!r}" for k in MUST_MATCH if saved.get(k) != mine[k]]
+        if differ:
+            raise InputError(f"checkpoint {cfg.checkpoint_dir} was taken with other settings ({', '.join(differ)}); "
+                             f"resume with the same ones, or start a new --checkpoint_dir")
+        sampler.restore(state["sampler"])
+        acc.copy_(state["log_sums"])
+        if self.ctx.rank == 0:
+            self.emit(("resumed", 0, str(CheckpointDir(cfg.checkpoint_dir).path(step)), step))
+        return step + 1
+
+    def _save(self) -> None:
+        """Trainer 0 writes the tables in the entities' original ids (DGL-KE saves on machine 0)."""
+        if self.ctx.rank != 0 or self.save_dir is None:
+            return
+        orig = torch.from_numpy(np.load(self.pcfg.dir / self.pcfg.raw["mapping"]["node"]["_N"]))
+        tables = {}
+        for name, t in self.tables.tables.items():
+            rows = t[torch.arange(len(t))]
+            if name == "entity":
+                rows = torch.empty_like(rows).index_copy_(0, orig, rows)  # new id i is original entity orig[i]
+            tables[name] = rows
+        save_model(Path(self.save_dir), self.cfg, tables, read_dict(self.pcfg.dir / self.kg_files["entities"]),
+                   read_dict(self.pcfg.dir / self.kg_files["relations"]))
+        self.emit(("saved", 0, self.save_dir))
+
+
+def run_trainer(cfg: TrainConfig, save_dir: str | None, emit: Emit) -> None:
+    """Train, evaluate and save as `cfg` says, in this (initialised) process."""
+    Trainer(cfg, save_dir, emit).run()
+
+
+def _emit_line(msg: tuple) -> None:
+    print(EVENT + json.dumps(list(msg)), flush=True)
+
+
+def main() -> int:
+    """`python -m distgraph.kge.worker`: a trainer of a launched KGE job."""
+    try:
+        job = json.loads(os.environ[JOB_ENV])
+        initialize()
+        run_trainer(TrainConfig(**job["cfg"]), job["save_dir"], _emit_line)
+    except DistGraphError as exc:
+        print(f"distgraph kge: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    finally:
+        exit_client()
+    return 0
+
+
+def job_env(cfg: TrainConfig, save_dir: str | None) -> str:
+    """The value of JOB_ENV for `cfg`."""
+    return json.dumps({"cfg": asdict(cfg), "save_dir": save_dir})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

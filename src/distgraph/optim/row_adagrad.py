@@ -1,0 +1,49 @@
+"""DGL-KE's row-wise Adagrad for `DistTensor` tables: one accumulator per row (the running
+sum of the mean squared gradient), kept in a `DistTensor` beside the table.
+
+Because the state lives in the store like the rows, a process that maps a machine's shared
+memory updates that machine's rows in place, as DGL-KE's processes update their shared
+tables (Hogwild: concurrent updates of one row are rare and a lost one only slows
+convergence); rows of other machines go to their servers, which apply the very same kernel
+(`kvstore.kernels.row_adagrad`). In standalone mode every row is in the process.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..distributed.dist_tensor import DistTensor
+from ..distributed.initializers import Zeros
+from ..errors import InputError
+from ..kvstore import kernels
+
+
+class RowAdagrad:
+    """Row-wise Adagrad on one table; `step(ids, grads)` with distinct ids (coalesce first)."""
+
+    def __init__(self, table: DistTensor, lr: float):
+        if table.dtype != torch.float32 or len(table.shape) != 2:
+            raise InputError(f"RowAdagrad updates float32 tables of rows, got {table!r}")
+        self.table, self.lr = table, float(lr)
+        self.state = DistTensor((table.shape[0],), torch.float32, f"{table.name}~rowadagrad", init_func=Zeros(),
+                                part_policy=table.part_policy, persistent=True)
+
+    def spec(self) -> dict:
+        return {"kind": "rowadagrad", "lr": self.lr, "state": self.state.name}
+
+    def step(self, ids: torch.Tensor, grads: torch.Tensor) -> None:
+        h, hs = self.table._handle, self.state._handle
+        bounds = torch.tensor(h.bounds)
+        owner = torch.searchsorted(bounds, ids, right=True) - 1
+        here = [m for m in h.shm if m in hs.shm]
+        h.check_mapped(here)
+        hs.check_mapped(here)
+        done = torch.zeros(ids.numel(), dtype=torch.bool)
+        grads = grads.to(torch.float32).contiguous()
+        for m in here:
+            mine = owner == m
+            if bool(mine.any()):
+                kernels.row_adagrad(h.shm[m], hs.shm[m], ids[mine] - h.bounds[m], grads[mine], self.lr)
+                done |= mine
+        if not bool(done.all()):
+            self.table.push_rows(ids[~done], grads[~done], self.spec())
