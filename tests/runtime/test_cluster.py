@@ -179,6 +179,24 @@ def test_server_side_optimizers_match_dense_references(dist):
                           atol=1e-5)
 
 
+def test_row_adagrad_matches_a_dense_reference_here_and_on_servers(dist):
+    """DGL-KE's row-wise Adagrad: rows of this machine updated in place, others by their server."""
+    from distgraph.optim.row_adagrad import RowAdagrad
+    from distgraph.optim.sparse import coalesce
+
+    table = dist.DistTensor((N, 6), torch.float32, "kge_rows", init_func=dist.Normal(0, 0.3, seed=4), persistent=True)
+    dense, state = table[torch.arange(N)].clone(), torch.zeros(N)
+    opt = RowAdagrad(table, lr=0.5)
+    gen = torch.Generator().manual_seed(5)
+    for _ in range(4):
+        ids, grads = coalesce(torch.randint(0, N, (900,), generator=gen), torch.randn(900, 6, generator=gen))
+        opt.step(ids, grads)
+        state[ids] += grads.pow(2).mean(1)  # the reference, in plain torch
+        dense[ids] -= 0.5 * grads / (state[ids].sqrt() + 1e-10).unsqueeze(1)
+    assert torch.allclose(table[torch.arange(N)], dense, atol=1e-5)
+    assert torch.allclose(opt.state[torch.arange(N)], state, rtol=1e-5)
+
+
 def test_list_lookup_and_delete(dist):
     client = dist.get_context().client
     names = {t["name"] for t in client.list()}

@@ -33,13 +33,19 @@ class RowAdagrad:
 
     def step(self, ids: torch.Tensor, grads: torch.Tensor) -> None:
         h, hs = self.table._handle, self.state._handle
-        bounds = torch.tensor(h.bounds)
-        owner = torch.searchsorted(bounds, ids, right=True) - 1
         here = [m for m in h.shm if m in hs.shm]
         h.check_mapped(here)
         hs.check_mapped(here)
-        done = torch.zeros(ids.numel(), dtype=torch.bool)
         grads = grads.to(torch.float32).contiguous()
+        if not ids.numel():
+            return
+        lo, hi = (int(v) for v in torch.aminmax(ids))
+        for m in here:  # every row on one machine whose memory is here (always, standalone)
+            if h.bounds[m] <= lo and hi < h.bounds[m + 1]:
+                kernels.row_adagrad(h.shm[m], hs.shm[m], ids - h.bounds[m], grads, self.lr)
+                return
+        owner = torch.searchsorted(torch.tensor(h.bounds), ids, right=True) - 1
+        done = torch.zeros(ids.numel(), dtype=torch.bool)
         for m in here:
             mine = owner == m
             if bool(mine.any()):

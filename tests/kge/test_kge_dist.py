@@ -1,0 +1,90 @@
+"""Distributed KGE on loopback machines: `kge partition` (METIS keeps more triples on one
+machine than random), `kge dist-train` reaching the single-machine MRR, saving a model
+`kge eval` reads, and one clear error for a partition that does not fit the machines."""
+
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from leaks import new_session
+from test_kge_train import planted_pairs
+
+COMMON = ["--model_name", "TransE_l2", "--hidden_dim", "32", "--gamma", "4.0", "--lr", "0.3", "--batch_size", "128",
+          "--neg_sample_size", "32", "-adv", "--batch_size_eval", "64", "--log_interval", "100"]
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {"OMP_NUM_THREADS": "1", "DISTGRAPH_SESSION": new_session(), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-m", "distgraph.cli.main", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture
+def kg(tmp_path):
+    files = planted_pairs(tmp_path, n=400, held_out=60)
+    return tmp_path, ["--dataset", "planted", "--data_path", str(tmp_path), "--format", "raw_udd_hrt",
+                      "--data_files", *files]
+
+
+def _partition(root, data, k, method):
+    done = _cli("kge", "partition", *data, "-k", str(k), "--part_method", method, cwd=root)
+    assert done.returncode == 0, done.stderr
+    return float(re.search(r"different partitions: ([\d.]+)%", done.stdout).group(1))
+
+
+def test_metis_keeps_more_triples_on_one_machine_than_random(kg):
+    root, data = kg
+    random_share = _partition(root, data, 2, "random")
+    metis_share = _partition(root, data, 2, "metis")
+    assert random_share > 30 and metis_share < random_share / 2, (metis_share, random_share)
+    config = root / "planted" / "partitions" / "planted.json"
+    assert config.is_file() and (root / "planted" / "partitions" / "kg" / "test.npy").is_file()
+
+
+def test_dist_train_on_two_machines_reaches_the_single_machine_mrr(kg):
+    root, data = kg
+    _partition(root, data, 2, "metis")
+    (root / "ip_config.txt").write_text("".join(f"127.0.0.1 {p} 1\n" for p in _free_ports(2)))
+    dist = _cli("kge", "dist-train", *data, *COMMON, "--path", str(root), "--ip_config", str(root / "ip_config.txt"),
+                "--num_client_proc", "1", "--max_step", "300", "--test", "--save_path", "dist", cwd=root)
+    assert dist.returncode == 0, dist.stdout[-3000:] + dist.stderr[-3000:]
+    single = _cli("kge", "train", *data, *COMMON, "--num_proc", "2", "--max_step", "300", "--test",
+                  "--save_path", str(root / "single"), cwd=root)
+    assert single.returncode == 0, single.stderr[-3000:]
+
+    def mrr(out: str) -> float:
+        return float(re.search(r"Test average MRR : ([\d.]+)", out).group(1))
+
+    assert "[0][Train](300/300)" in dist.stdout and "[1][Train](300/300)" in dist.stdout
+    assert mrr(dist.stdout) > 0.9 and abs(mrr(dist.stdout) - mrr(single.stdout)) < 0.05
+    saved = next((root / "dist").glob("TransE_l2_planted_*"))
+    again = _cli("kge", "eval", "--model_path", str(saved), "--batch_size_eval", "64", cwd=root)
+    assert again.returncode == 0, again.stderr
+    assert abs(mrr(again.stdout) - mrr(dist.stdout)) < 1e-3  # the saved embeddings are the trained ones
+
+
+def test_a_partition_that_does_not_fit_the_machines_is_one_clear_error(kg):
+    root, data = kg
+    (root / "ip.txt").write_text("".join(f"127.0.0.1 {p}\n" for p in _free_ports(3)))
+    missing = _cli("kge", "dist-train", *data, *COMMON, "--path", str(root), "--ip_config", str(root / "ip.txt"),
+                   cwd=root)
+    assert missing.returncode == 2
+    assert "partition config" in missing.stderr and "planted/partitions/planted.json does not exist" in \
+        missing.stderr and "Traceback" not in missing.stderr
+    _partition(root, data, 2, "random")
+    wrong = _cli("kge", "dist-train", *data, *COMMON, "--path", str(root), "--ip_config", str(root / "ip.txt"),
+                 cwd=root)
+    assert wrong.returncode == 2 and "lists 3 machines but" in wrong.stderr and "has 2 partitions" in wrong.stderr
