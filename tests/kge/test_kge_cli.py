@@ -83,3 +83,49 @@ def test_main_prints_input_errors_without_traceback(tmp_path, capsys):
                           "--data_files", "missing.txt", "--dataset", "x"])
     err = capsys.readouterr().err
     assert code == 2 and "missing.txt does not exist" in err and "Traceback" not in err
+
+
+def test_every_flag_dglke_train_and_dglke_eval_take_is_accepted():
+    cfg = cli.train_config(_parser().parse_args([
+        "kge", "train", "--neg_sample_size_eval", "100", "--eval_percent", "0.5", "--no_eval_filter",
+        "--neg_deg_sample_eval", "--force_sync_interval", "1000", "--rel_part", "--async_update",
+        "--has_edge_importance"]))
+    assert (cfg.neg_sample_size_eval, cfg.eval_percent, cfg.no_eval_filter, cfg.neg_deg_sample_eval) == (
+        100, 0.5, True, True)
+    assert (cfg.force_sync_interval, cfg.rel_part, cfg.async_update, cfg.has_edge_importance) == (1000, True, True,
+                                                                                                  True)
+    cfg.check()
+    ev = cli.eval_config(_parser().parse_args([
+        "kge", "eval", "--model_path", "m", "--model_name", "TransE_l2", "--hidden_dim", "400", "--gamma", "19.9",
+        "-de", "-dr", "--neg_sample_size_eval", "50", "--eval_percent", "0.1", "--no_eval_filter"]))
+    assert (ev.model_name, ev.hidden_dim, ev.gamma, ev.double_ent, ev.double_rel) == ("TransE_l2", 400, 19.9, True,
+                                                                                      True)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--gpu", "0"], "--gpu and --mix_cpu_gpu need a GPU"),
+    (["--mix_cpu_gpu"], "--gpu and --mix_cpu_gpu need a GPU"),
+    (["--eval_percent", "0"], "--eval_percent must be a fraction in"),
+    (["--neg_sample_size_eval", "0"], "--neg_sample_size_eval must be positive"),
+    (["--neg_deg_sample_eval"], "give --neg_sample_size_eval too"),
+    (["--neg_deg_sample_eval", "--neg_sample_size_eval", "5"], "add --no_eval_filter"),
+    (["--force_sync_interval", "0"], "--force_sync_interval must be a positive number"),
+])
+def test_flags_without_a_meaning_here_are_one_clear_error(argv, message):
+    cfg = cli.train_config(_parser().parse_args(["kge", "train", *argv]))
+    with pytest.raises(InputError, match=message):
+        cfg.check()
+
+
+def test_dist_train_and_partition_take_dglke_flags():
+    args = _parser().parse_args(["kge", "dist-train", "--path", "/w", "--ip_config", "/w/ip.txt",
+                                 "--num_client_proc", "16", "--model_name", "TransE_l2", "--dataset", "FB15k",
+                                 "--data_path", "/w", "--hidden_dim", "400", "--gamma", "19.9", "--lr", "0.25",
+                                 "--batch_size", "1000", "--neg_sample_size", "200", "--max_step", "500",
+                                 "--log_interval", "100", "--batch_size_eval", "16", "--test", "-adv",
+                                 "--regularization_coef", "1.00E-09", "--num_thread", "1", "--ssh_key", "/k",
+                                 "--no_save_emb"])
+    assert args.func is cli.dist_train_command and args.num_client_proc == 16 and args.ssh_key == "/k"
+    assert cli.train_config(args).regularization_coef == 1e-9
+    part = _parser().parse_args(["kge", "partition", "--dataset", "FB15k", "-k", "4", "--data_path", "/w"])
+    assert part.func is cli.partition_command and part.num_parts == 4 and part.part_method == "metis"

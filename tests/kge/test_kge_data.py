@@ -133,3 +133,29 @@ def test_bad_line_is_found_past_lines_with_trailing_tabs(tmp_path):
     (tmp_path / "train.txt").write_text("a\tr\tb\t\nb\tr\tc\t\nc\td\n")
     with pytest.raises(InputError, match=r"train\.txt line 3: expected 3 .*found 2"):
         load_dataset(tmp_path, "toy", "raw_udd_hrt", ["train.txt"])
+
+
+def test_encodings_directories_and_byte_order_marks(tmp_path):
+    from distgraph.kge.data import load_dataset
+
+    (tmp_path / "bom.txt").write_bytes("\ufeffa\tr\tb\nb\tr\tc\n".encode("utf-8"))
+    data = load_dataset(tmp_path, "x", "raw_udd_hrt", ["bom.txt"])
+    assert data.entities == ["a", "b", "c"]  # the mark is not part of the first name
+    (tmp_path / "latin.txt").write_bytes("a\tr\tb\ncaf\xe9\tr\tb\n".encode("latin1"))
+    with pytest.raises(InputError, match=r"latin.txt line 2: the bytes .* are not UTF-8; convert the file"):
+        load_dataset(tmp_path, "x", "raw_udd_hrt", ["latin.txt"])
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(InputError, match="folder is a directory; give the file inside it"):
+        load_dataset(tmp_path, "x", "raw_udd_hrt", ["folder"])
+
+
+def test_edge_importance_is_the_fourth_column_of_the_training_file(tmp_path):
+    from distgraph.kge.data import load_dataset
+
+    (tmp_path / "tr.txt").write_text("a\tr\tb\t0.5\nb\tr\tc\t2\n")
+    (tmp_path / "va.txt").write_text("a\tr\tc\n")
+    data = load_dataset(tmp_path, "x", "raw_udd_hrt", ["tr.txt", "va.txt", "va.txt"], with_importance=True)
+    assert data.importance.tolist() == [0.5, 2.0] and data.train.shape == (2, 3)
+    (tmp_path / "bad.txt").write_text("a\tr\tb\thigh\n")
+    with pytest.raises(InputError, match="4th column must be a number"):
+        load_dataset(tmp_path, "x", "raw_udd_hrt", ["bad.txt"], with_importance=True)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from distgraph.errors import InputError
+from distgraph.errors import DistGraphError, InputError
 from distgraph.kge import EvalConfig, TrainConfig, eval_kge, train_kge
 from distgraph.kge.sampler import ChunkSampler, chunk_layout
 from distgraph.kge.save import load_model
@@ -145,3 +145,51 @@ def test_test_flag_without_test_file_and_bad_settings(tmp_path):
         train_kge(_config(tmp_path, num_proc=0), out=io.StringIO())
     with pytest.raises(InputError, match="config.json does not exist"):
         eval_kge(EvalConfig(model_path=str(tmp_path)), out=io.StringIO())
+
+
+def test_a_diverging_run_stops_naming_the_step(tmp_path):
+    with pytest.raises(DistGraphError, match=r"the loss became nan at step \d+; lower --lr"):
+        train_kge(_config(tmp_path, lr=1e30, regularization_coef=1e10, no_save_emb=True), out=io.StringIO())
+
+
+def test_more_processes_than_triples_and_model_folders_after_a_deleted_one(tmp_path):
+    with pytest.raises(InputError, match="--num_proc 500 exceeds the 240 training triples"):
+        train_kge(_config(tmp_path, num_proc=500), out=io.StringIO())
+    first = train_kge(_config(tmp_path, max_step=2, test=False), out=io.StringIO()).save_dir
+    second = train_kge(_config(tmp_path, max_step=2, test=False), out=io.StringIO()).save_dir
+    import shutil
+
+    shutil.rmtree(first)  # DGL-KE counted folders and collided with the survivor
+    third = train_kge(_config(tmp_path, max_step=2, test=False), out=io.StringIO()).save_dir
+    assert (first.name, second.name, third.name) == ("TransE_l2_planted_0", "TransE_l2_planted_1",
+                                                     "TransE_l2_planted_2")
+
+
+def test_sampled_partial_and_unfiltered_evaluation_and_eval_flags(tmp_path):
+    res = train_kge(_config(tmp_path, max_step=200), out=io.StringIO())
+    full = res.metrics["Test"]["MRR"]
+    base = dict(model_path=str(res.save_dir), batch_size_eval=16)
+    sampled = eval_kge(EvalConfig(**base, neg_sample_size_eval=20), out=io.StringIO()).metrics["Test"]
+    assert sampled["MR"] <= 21 and sampled["MRR"] >= full - 1e-6  # fewer candidates cannot rank lower
+    part = eval_kge(EvalConfig(**base, eval_percent=0.5), out=io.StringIO()).metrics["Test"]
+    assert 0 < part["MRR"] <= 1
+    unfiltered = eval_kge(EvalConfig(**base, no_eval_filter=True), out=io.StringIO()).metrics["Test"]
+    assert unfiltered["MRR"] <= full + 1e-9  # known triples now count against the model
+    by_degree = eval_kge(EvalConfig(**base, neg_sample_size_eval=20, neg_deg_sample_eval=True, no_eval_filter=True),
+                         out=io.StringIO()).metrics["Test"]
+    assert by_degree["MR"] <= 21
+    assert eval_kge(EvalConfig(**base, model_name="TransE_l2", hidden_dim=32, gamma=4.0),
+                    out=io.StringIO()).metrics["Test"]["MRR"] == pytest.approx(full)
+    with pytest.raises(InputError, match=r"other settings than --hidden_dim 64 \(saved: 32\)"):
+        eval_kge(EvalConfig(**base, hidden_dim=64), out=io.StringIO())
+
+
+def test_relation_partitioning_sync_and_edge_importance(tmp_path):
+    res = train_kge(_config(tmp_path, num_proc=2, rel_part=True, force_sync_interval=50), out=io.StringIO())
+    assert res.metrics["Test"]["MRR"] > 0.5
+    files = planted_pairs(tmp_path)
+    rows = (tmp_path / files[0]).read_text().splitlines()
+    (tmp_path / "weighted.txt").write_text("".join(f"{r}\t{1.0 + i % 3}\n" for i, r in enumerate(rows)))
+    weighted = train_kge(_config(tmp_path, data_files=["weighted.txt", files[1], files[2]],
+                                 has_edge_importance=True), out=io.StringIO())
+    assert weighted.metrics["Test"]["MRR"] > 0.9
