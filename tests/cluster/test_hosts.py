@@ -249,3 +249,54 @@ def test_a_peer_without_the_job_secret_is_refused_and_no_secret_is_on_a_command_
         ss = subprocess.run(["ip", "netns", "exec", h.name, "ss", "-Hltnp"], capture_output=True, text=True).stdout
         servers = [line.split()[3] for line in ss.splitlines() if ":30050" in line.split()[3]]
         assert servers == [f"{h.ip}:30050"], ss
+
+
+def test_distributed_kge_on_three_hosts_and_a_killed_trainer(bed, tmp_path):
+    """kge partition -> distgraph copy -> kge dist-train over ssh from machine 0; then a
+    trainer SIGKILLed mid-run ends the job naming it, leaving nothing behind."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kge"))
+    from test_kge_train import planted_pairs
+
+    files = planted_pairs(tmp_path, n=600, held_out=60)
+    data = ["--dataset", "planted", "--format", "raw_udd_hrt", "--data_files", *files]
+    part = _cli("kge", "partition", *data, "--data_path", str(tmp_path), "-k", "3", cwd=tmp_path)
+    assert part.returncode == 0, part.stderr
+    (tmp_path / "ip_config.txt").write_text("".join(f"{h.ip} 30050 1\n" for h in bed.hosts))
+    copied = _cli("copy", "--ip_config", "ip_config.txt", "--workspace", WORKSPACE, "--rel_data_path",
+                  "planted/partitions", "--part_config", "planted/partitions/planted.json", "--ssh_config",
+                  str(bed.ssh_config), cwd=tmp_path)
+    assert copied.returncode == 0, copied.stderr
+
+    def dist_train(session: str, steps: int) -> subprocess.Popen:
+        line = (f"cd {WORKSPACE} && DISTGRAPH_SESSION={session} OMP_NUM_THREADS=1 {PY} -m distgraph.cli.main kge "
+                f"dist-train {' '.join(data)} --data_path {WORKSPACE} --path {WORKSPACE} --ip_config ip_config.txt "
+                f"--num_client_proc 1 --ssh_config {bed.ssh_config} --model_name TransE_l2 --hidden_dim 32 "
+                f"--gamma 4 --lr 0.3 --batch_size 128 --neg_sample_size 32 -adv --max_step {steps} "
+                f"--log_interval 100 --batch_size_eval 64 --test --save_path ckpts")
+        return subprocess.Popen(bed.ssh_argv(bed.hosts[0], line), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, stdin=subprocess.DEVNULL)
+
+    done = dist_train(new_session(), 300)
+    out = done.communicate(timeout=300)[0]
+    assert done.returncode == 0, out[-3000:]
+    mrr = float(re.search(r"Test average MRR : ([\d.]+)", out).group(1))
+    assert mrr > 0.9 and "[2][Train](300/300)" in out, out[-3000:]
+    assert list((bed.hosts[0].workspace / "ckpts").glob("TransE_l2_planted_*/planted_TransE_l2_entity.npy"))
+
+    session = new_session()
+    job = dist_train(session, 100000)
+    job_view = Launch.__new__(Launch)  # reuse its process and shared-memory checks for this session
+    job_view.bed, job_view.session, job_view.lines = bed, session, []
+    deadline = time.monotonic() + 120
+    while not job_view.pids("trainer") or len(job_view.pids("trainer")) < 3:
+        assert time.monotonic() < deadline and job.poll() is None
+        time.sleep(0.1)
+    time.sleep(2)
+    victim = job_view.pids("trainer")[-1]
+    machine = open(f"/proc/{victim}/environ", "rb").read().split(b"DISTGRAPH_MACHINE_ID=")[1].split(b"\0")[0].decode()
+    os.kill(victim, signal.SIGKILL)
+    out = job.communicate(timeout=90)[0]
+    assert job.returncode != 0
+    assert re.search(rf"\[launch\] {machine}/trainer/{machine}( on {re.escape(bed.hosts[int(machine)].ip)})? "
+                     r"exited with code", out), out[-3000:]
+    job_view.nothing_left()

@@ -48,6 +48,7 @@ class RunResult:
     test_time: float | None
     triples_per_s: float | None
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    remote_rows_per_step: float | None = None  # entity rows a trainer pulled from other machines, mean per step
 
 
 @dataclass
@@ -75,7 +76,8 @@ def _describe(data: KGData, seconds: float) -> str:
 
 def _result(reporter: Reporter, save_dir: Path | None) -> RunResult:
     return RunResult(save_dir, reporter.train_time, reporter.test_time,
-                     reporter.triples / reporter.train_time if reporter.train_time else None, reporter.results)
+                     reporter.triples / reporter.train_time if reporter.train_time else None, reporter.results,
+                     sum(reporter.remote_rows) / len(reporter.remote_rows) if reporter.remote_rows else None)
 
 
 def _relay(reporter: Reporter):

@@ -28,6 +28,7 @@ class Reporter:
         self.trained: list[tuple[int, int]] = []
         self.t_start = self.t_trained = time.perf_counter()
         self.started = 0
+        self.remote_rows: list[float] = []
         self.train_time: float | None = None
         self.test_time: float | None = None
 
@@ -59,6 +60,8 @@ class Reporter:
                 self._all_trained()
         elif kind == "metrics":
             self._metrics(msg[2], msg[3])
+        elif kind == "pulled":  # entity rows a trainer pulled from other machines, per step
+            self.remote_rows.append(msg[2])
         elif kind == "started":  # throughput counts from when every trainer trains, not from process start-up
             self.started += 1
             if self.started == self.num_proc:

@@ -218,6 +218,8 @@ class Trainer:
                     "step": step, "sampler": sampler.state(), "log_sums": acc.clone(),
                     "config": json.dumps({k: getattr(cfg, k) for k in MUST_MATCH})})
         trained = cfg.max_step - first + 1
+        entity = self.tables.tables["entity"].name
+        self.emit(("pulled", ctx.rank, ctx.client.remote_rows.get(entity, 0) / max(trained, 1)))
         self.emit(("progress", ctx.rank, cfg.max_step))
         self.emit(("trained", ctx.rank, trained, trained * sampler.batch_size))
         barrier()

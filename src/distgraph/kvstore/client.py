@@ -103,6 +103,7 @@ class KVClient:
         self._pid = os.getpid()
         self._deferred_deletes: list[str] = []
         self._turn = 0  # round-robin over a machine's servers for `overlap`
+        self.remote_rows: dict[str, int] = {}  # tensor -> rows pulled from other machines' servers so far
 
     @property
     def num_machines(self) -> int:
@@ -290,6 +291,7 @@ class KVClient:
         with self._guard():
             order, grouped, offsets = self._split(h, ids)
             pieces = list(self._pieces(h, offsets, set(h.shm)))
+            self.remote_rows[h.name] = self.remote_rows.get(h.name, 0) + sum(e - s for _, s, e in pieces)
             # one reply holding every row in order is the result itself (no copy into `out`)
             whole = order is None and len(pieces) == 1 and pieces[0][1:] == (0, ids.numel())
             reqs, spans = [], []
