@@ -2,7 +2,8 @@
 
 Entities are nodes and training triples are edges (head -> tail) with the relation id as
 edge data (and the importance, with --has_edge_importance), so the project's partitioning
-does the work: METIS on the entity graph balanced by triple count (or random), entities
+does the work: METIS on the entity graph balanced by triple count (the in-edges a machine
+trains on), or random; entities
 relabelled so each machine owns a contiguous range, the JSON + `.npy` layout. A machine's
 triples are the in-edges of its entities (their tails are its own). What only KGE needs is
 attached to the config (so `distgraph copy` sends it): the dictionaries in the original
@@ -66,9 +67,13 @@ def partition_kg(data: KGData, num_parts: int, out: str | Path, part_method: str
     """Partition `data` into `num_parts` under `out` (config `<out>/<dataset>.json`)."""
     t0 = time.perf_counter()
     out = Path(out)
-    orig_nids, _ = partition_graph(kg_graph(data, importance), data.name, num_parts, out, part_method=part_method,
-                                   balance_edges=part_method == "metis", return_mapping=True, seed=seed,
-                                   progress=progress)
+    g = kg_graph(data, importance)
+    # one constraint: triples per part (a machine trains on its entities' in-edges), plus one
+    # per entity so that entities without triples still count; two separate constraints
+    # (entities, triples) cut nearly twice as many triples on FB15k-237 (26% against 14%)
+    weights = g.in_degrees().numpy() + 1
+    orig_nids, _ = partition_graph(g, data.name, num_parts, out, part_method=part_method, return_mapping=True,
+                                   seed=seed, progress=progress, node_weights=weights)
     cfg = PartitionConfig.load(out / f"{data.name}.json")
     new_of = np.empty(data.n_entities, dtype=np.int64)
     new_of[orig_nids.numpy()] = np.arange(data.n_entities)

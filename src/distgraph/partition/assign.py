@@ -85,6 +85,7 @@ def assign_parts(
     balance_edges: bool = False,
     seed: int = 0,
     alongside: Callable[[], object] | None = None,
+    node_weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """Partition id (int64) of every node, in the graph's own (homogeneous) ids.
 
@@ -103,10 +104,17 @@ def assign_parts(
             alongside()
         return parts
     xadj, adjncy = symmetric_adjacency(g.src.numpy(), g.dst.numpy(), n)
-    weights = balance_weights(g, balance_ntypes, balance_edges)
+    if node_weights is not None:
+        weights = np.asarray(node_weights, dtype=np.int64).reshape(n, -1)
+        if (weights < 0).any():
+            raise PartitionError("node_weights must not be negative")
+    else:
+        weights = balance_weights(g, balance_ntypes, balance_edges)
     with ThreadPoolExecutor(max_workers=1) as side:
         beside = side.submit(alongside) if alongside is not None else None
-        parts, _ = part_graph(xadj, adjncy, num_parts, weights if weights.shape[1] > 1 else None, seed=seed)
+        given = node_weights is not None  # a single column is a constraint only when asked for
+        parts, _ = part_graph(xadj, adjncy, num_parts, weights if given or weights.shape[1] > 1 else None,
+                              seed=seed)
         del xadj, adjncy, weights
         if beside is not None:
             beside.result()

@@ -269,12 +269,14 @@ def partition_graph(
     return_mapping: bool = False,
     seed: int = 0,
     progress: bool = False,
+    node_weights: np.ndarray | None = None,
 ):
     """Partition `g` into `num_parts` parts under `out_path` and write `<graph_name>.json`.
 
     Returns the `PartitionStats` (also saved in the JSON), or, with `return_mapping`, as
     DGL does, (orig_nids, orig_eids): the original id of every new id, per type (a plain
-    tensor for a homogeneous graph).
+    tensor for a homogeneous graph). `node_weights` (one or more non-negative ints per
+    node) replaces the METIS balance constraints that `balance_ntypes`/`balance_edges` make.
     """
     t0 = time.perf_counter()
     check_name(graph_name, "graph name", allow_dot=True)
@@ -294,7 +296,7 @@ def partition_graph(
     bar.set_postfix_str(f"assign ({part_method})")
     built: list[InEdges] = []  # the in-edge index needs no assignment: it is built beside METIS
     parts = assign_parts(g, num_parts, part_method, balance_ntypes, balance_edges, seed,
-                         alongside=lambda: built.append(InEdges.build(g)))
+                         alongside=lambda: built.append(InEdges.build(g)), node_weights=node_weights)
     t_assign = time.perf_counter() - t0
     bar.update()
     bar.set_postfix_str("relabel and write")
