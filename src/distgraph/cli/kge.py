@@ -81,6 +81,9 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     a("--async_update", action="store_true", help="accepted for DGL-KE's command lines: updates are asynchronous "
                                                   "already (each process applies its own, Hogwild)")
     a("--has_edge_importance", action="store_true", help="the training file's 4th column weighs each triple")
+    a("--global_neg_share", type=float, default=d["global_neg_share"],
+      help="distributed training: the share of each chunk's negatives drawn from all entities; the rest come "
+           "from the trainer's machine (DGL-KE takes them all from there)")
     a("--gpu", type=int, nargs="+", default=d["gpu"], help="refused: training runs on CPUs")
     a("--mix_cpu_gpu", action="store_true", help="refused: training runs on CPUs")
 

@@ -51,6 +51,7 @@ class TrainConfig:
     rel_part: bool = False
     async_update: bool = False
     has_edge_importance: bool = False
+    global_neg_share: float = 0.25  # ours: distributed training draws this share of negatives from all entities
     gpu: list[int] | None = None
     mix_cpu_gpu: bool = False
     seed: int = 0
@@ -66,6 +67,8 @@ class TrainConfig:
         if self.gpu and any(g >= 0 for g in self.gpu) or self.mix_cpu_gpu:
             raise InputError("--gpu and --mix_cpu_gpu need a GPU, and distgraph trains knowledge-graph embeddings on "
                              "CPUs; drop them (--num_proc and --num_thread set the CPU parallelism)")
+        if not 0 <= self.global_neg_share <= 1:
+            raise InputError(f"--global_neg_share must be a fraction in [0, 1], got {self.global_neg_share}")
         if self.force_sync_interval == 0 or self.force_sync_interval < -1:
             raise InputError(f"--force_sync_interval must be a positive number of steps (or -1: never), got "
                              f"{self.force_sync_interval}")

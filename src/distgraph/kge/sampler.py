@@ -54,12 +54,18 @@ def chunk_layout(batch_size: int, neg_sample_size: int, num_triples: int) -> tup
 class ChunkSampler:
     """Endless stream of batches over one process's triples, reshuffled each epoch; negative
     entities are drawn uniformly from `neg_range` (a machine's own entities in distributed
-    training, as DGL-KE's distributed mode samples them from its partition)."""
+    training, as DGL-KE's distributed mode samples them from its partition), except a
+    `global_share` of each chunk's, drawn from all `num_entities`."""
 
     def __init__(self, triples: Tensor, neg_range: tuple[int, int], batch_size: int, neg_sample_size: int,
-                 neg_deg_sample: bool = False, seed: int = 0, importance: Tensor | None = None):
+                 neg_deg_sample: bool = False, seed: int = 0, importance: Tensor | None = None,
+                 num_entities: int | None = None, global_share: float = 0.0):
         self.triples = triples
         self.neg_range = neg_range
+        # (on one machine every entity is in `neg_range` already)
+        self.num_global = round(neg_sample_size * global_share) if num_entities and tuple(neg_range) != (
+            0, num_entities) else 0
+        self.num_entities = num_entities
         self.importance = importance
         self.batch_size, self.chunk_size = chunk_layout(batch_size, neg_sample_size, len(triples))
         self.neg_sample_size = neg_sample_size
@@ -103,6 +109,8 @@ class ChunkSampler:
         corrupt_head = self.step % 2 == 0  # DGL-KE starts with tails, then alternates
         chunks = self.batch_size // self.chunk_size
         neg = torch.randint(*self.neg_range, (chunks, self.neg_sample_size), generator=self.gen)
+        if self.num_global:
+            neg[:, :self.num_global] = torch.randint(0, self.num_entities, (chunks, self.num_global), generator=self.gen)
         mask = None
         if self.neg_deg_sample:
             own = (h if corrupt_head else t).view(chunks, self.chunk_size)

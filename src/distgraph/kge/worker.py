@@ -4,7 +4,7 @@ machines of ip_config) alike.
 
 A trainer trains on its share of its machine's triples (the in-edges of the machine's
 entities in the KG partition: `kge.partition`), draws negatives from its machine's own
-entities, reads and updates rows through `KGETables` (rows of its machine in place, the
+entities (and a share from all entities), reads and updates rows through `KGETables` (rows of its machine in place, the
 others through their servers), ranks its share of the valid and test triples where the
 entity rows live (`ranking`), and reports what the parent prints as events: one JSON list
 per line on standard output behind `EVENT`, or straight to a callable in-process. Trainer 0
@@ -49,7 +49,8 @@ _PROGRESS_SECONDS = 0.5
 # settings a resumed run shares with the run it continues (others, e.g. --max_step or logging, may change)
 MUST_MATCH = ("model_name", "dataset", "format", "data_files", "batch_size", "neg_sample_size", "neg_deg_sample",
               "neg_adversarial_sampling", "adversarial_temperature", "hidden_dim", "lr", "gamma", "double_ent",
-              "double_rel", "regularization_coef", "regularization_norm", "num_proc", "seed", "rel_part")
+              "double_rel", "regularization_coef", "regularization_norm", "num_proc", "seed", "rel_part",
+              "global_neg_share")
 
 Emit = Callable[[tuple], None]
 
@@ -185,7 +186,8 @@ class Trainer:
         self.eval_gen = torch.Generator().manual_seed(cfg.seed * 7919 + ctx.rank)
         valid = self.eval_triples("valid") if cfg.valid else None
         sampler = ChunkSampler(self.triples, (self.lo, self.hi), cfg.batch_size, cfg.neg_sample_size,
-                               cfg.neg_deg_sample, seed=(cfg.seed + 1) * 1_000_003 + ctx.rank, importance=importance)
+                               cfg.neg_deg_sample, seed=(cfg.seed + 1) * 1_000_003 + ctx.rank, importance=importance,
+                               num_entities=self.n_entities, global_share=cfg.global_neg_share)
         acc = torch.zeros(len(STATS))
         first = self._resume(sampler, acc)
         self.emit(("started", ctx.rank))
