@@ -38,22 +38,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 DIM, IDS = 128, 10_000
 PY = sys.executable
-
-
-def report(key: str, value) -> None:
-    print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}", flush=True)
-
-
-def rate(fn, n: int, seconds: float) -> float:
-    fn()
-    count, start = 0, time.perf_counter()
-    while True:
-        fn()
-        count += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds and count >= 3:
-            return count * n / elapsed
-
+from common import rate, report  # noqa: E402
 
 def _credentials(mechanism: str):
     from distgraph.rpc.auth import Credentials

@@ -26,7 +26,6 @@ import os
 import platform
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,21 +38,7 @@ FLAGS = ["--model_name", "TransE_l2", "--hidden_dim", "200", "--gamma", "19.9", 
          "--batch_size_eval", "16", "--log_interval", "1000"]
 # DGL-KE 0.1.2 with these flags, 8000 steps, 2 processes, on this machine kind (../shared/peers/README.md)
 RECORDED_DGLKE = {"train_seconds": 342.0, "test_seconds": 55.0, "MRR": 0.267}
-
-
-def report(key: str, value) -> None:
-    print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}", flush=True)
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
+from common import free_ports, report  # noqa: E402
 
 def cli(args: list[str], cwd: Path) -> str:
     done = subprocess.run([sys.executable, "-m", "distgraph.cli.main", *args], cwd=cwd, capture_output=True, text=True)

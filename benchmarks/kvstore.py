@@ -25,11 +25,9 @@ import multiprocessing
 import os
 import platform
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -42,29 +40,7 @@ SIZES = (1_000, 10_000, 100_000)
 DIM = 128
 TARGETS = {"local_pull": 0.8, "remote_wire_pull": 0.4, "remote_pull": 0.4}  # of the index_select limit, 10k ids
 PUSH_TARGET = 1e6  # rows/s with server-side Adagrad, at 10k ids
-
-
-def rate(fn, n: int, seconds: float) -> float:
-    """Rows per second of `fn` (which handles n rows), after one warm-up call."""
-    fn()
-    count, start = 0, time.perf_counter()
-    while True:
-        fn()
-        count += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds and count >= 3:
-            return count * n / elapsed
-
-
-def report(key: str, value) -> None:
-    print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}", flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+from common import free_ports, rate, report  # noqa: E402
 
 def _echo_server(port: int, sizes: tuple[int, ...]) -> None:
     """Child process: answer each request with a ready buffer of the requested row count."""
@@ -84,7 +60,7 @@ def _echo_server(port: int, sizes: tuple[int, ...]) -> None:
 
 
 def transport_limit(sizes: tuple[int, ...], seconds: float) -> dict[int, float]:
-    port = free_port()
+    (port,) = free_ports(1)
     child = multiprocessing.get_context("spawn").Process(target=_echo_server, args=(port, sizes))
     child.start()
     sock = zmq.Context.instance().socket(zmq.DEALER)
@@ -119,7 +95,7 @@ def start_servers(work: Path, rows_per_machine: int, session: str) -> tuple[list
     g = generate_sbm(2 * rows_per_machine, 2 * rows_per_machine, feat_dim=1, seed=0)
     partition_graph(g, "bench", 2, work / "parts", part_method="random")
     ip = work / "ip_config.txt"
-    ip.write_text(f"127.0.0.1 {free_port()}\n127.0.0.1 {free_port()}\n")
+    ip.write_text("".join(f"127.0.0.1 {p}\n" for p in free_ports(2)))
     env = {"DISTGRAPH_IP_CONFIG": str(ip), "DISTGRAPH_PART_CONFIG": str(work / "parts" / "bench.json"),
            "DISTGRAPH_SESSION": session, "DISTGRAPH_NUM_TRAINERS": "1", "DISTGRAPH_SECRET": secrets.token_hex(32)}
     procs = [subprocess.Popen([sys.executable, "-m", "distgraph.server"],

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from distgraph.data import generate_sbm
-from leaks import new_session, shm_entries
+from leaks import new_session
 
 from distgraph.cluster.shm_files import session_files
 from distgraph.partition import partition_graph

@@ -9,7 +9,6 @@ import sys
 import pytest
 import torch
 
-from distgraph.data import generate_sbm
 from distgraph.errors import InputError
 from distgraph.optim import SparseAdagrad, SparseAdam
 from distgraph.partition import partition_graph
