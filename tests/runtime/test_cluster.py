@@ -275,3 +275,84 @@ def test_every_malformed_request_gets_an_error_reply_and_the_server_keeps_servin
         assert err["ok"] is False and err["error"], what
         assert ok["ok"] is True and ok["rid"] == 99, f"server stopped answering after {what}"
     assert "out of range" not in replies[0]["error"] and "msgpack" in replies[0]["error"]
+
+
+def test_requests_merged_into_one_message_are_each_answered(dist, cluster):
+    """A `many` message: parts run in order, each gets its own reply; a failing part leaves the others."""
+    peer = next(p for p in server_addresses(parse_ip_config(cluster.ip_config), 1) if p.machine_id == 1)
+    lo = dist.get_context().book.node_range(1, "_N")[0]
+    table = dist.DistTensor((N, 3), torch.float32, "merged_rows", persistent=True)
+    uid = dist.get_context().client.lookup("merged_rows").uids[1]
+    own = torch.tensor([lo, lo + 1])
+    before = table[own].clone()
+    parts = [{"op": "pull", "name": "merged_rows", "uid": uid},
+             {"op": "push", "name": "merged_rows", "uid": uid},
+             {"op": "pull", "name": "nope"},
+             {"op": "barrier", "parties": 1},  # session ops are not data requests: refused inside
+             {"op": "pull", "name": "merged_rows", "uid": uid}]
+    arrays = [own, own, before + 7, own, own]
+    msg = _msg({"op": wire.MANY, "rid": 1, "parts": parts, "counts": [1, 2, 1, 0, 1]}, *arrays)
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    cluster.credentials.client(sock)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(peer.endpoint)
+    try:
+        sock.send_multipart(msg)
+        assert sock.poll(10000)
+        header, out = wire.unpack(sock.recv_multipart())
+    finally:
+        sock.close()
+    assert header["ok"] is True and header["rid"] == 1 and header["counts"] == [1, 0, 0, 0, 1]
+    assert [p["ok"] for p in header["parts"]] == [True, True, False, False, True]
+    assert "nope" in header["parts"][2]["error"] and "barrier" in header["parts"][3]["error"]
+    assert torch.equal(out[0], before) and torch.equal(out[1], before + 7)  # the second pull saw the push
+    table[own] = before
+
+
+@pytest.mark.parametrize("what, header, message", [
+    ("counts off", {"parts": [{"op": "ping"}], "counts": [2]}, "do not add up"),
+    ("nested", {"parts": [{"op": "many", "parts": [], "counts": []}], "counts": [0]}, "not 'many' again"),
+    ("no parts", {"parts": [], "counts": []}, "1 to 64 parts"),
+    ("too many parts", {"parts": [{"op": "ping"}] * 65, "counts": [0] * 65}, "1 to 64 parts"),
+    ("part not a map", {"parts": [3], "counts": [0]}, "must be requests"),
+])
+def test_malformed_merged_messages_are_refused(dist, cluster, what, header, message):
+    peer = server_addresses(parse_ip_config(cluster.ip_config), 1)[0]
+    (reply,) = _raw([_msg({"op": wire.MANY, "rid": 3, **header}, torch.tensor([1]))
+                     if what == "counts off" else _msg({"op": wire.MANY, "rid": 3, **header})],
+                    peer.endpoint, cluster.credentials)
+    assert reply["ok"] is False and message in reply["error"], what
+
+
+def test_gradient_pushes_travel_with_the_next_pull_which_sees_them(dist, host_shm):
+    """Gradients for another machine's rows are not awaited: they leave with the next pull, in
+    the same message, and that pull already sees the update; a refused push fails that pull."""
+    from distgraph.rpc import RemoteInputError
+
+    ctx = dist.get_context()
+    client = ctx.client
+    emb = dist.DistEmbedding(N, 4, "merged_emb", init_func=dist.Normal(0, 1, seed=3))
+    hi = ctx.book.node_range(0, "_N")[1]
+    remote = torch.tensor([hi, hi + 3])
+    spec = {"kind": "adagrad", "lr": 0.5, "eps": 1e-10}
+    before = emb.weight[remote].clone()
+    sent = []
+    start = client.channel.start
+    client.channel.start = lambda reqs, timeout=None: sent.append([r.header["op"] for r in reqs]) or start(reqs, timeout)
+    try:
+        emb.weight.push_rows(remote, torch.ones(2, 4), spec)
+        after = emb.weight[remote]
+        # adagrad's first step moves each coordinate by lr, against the gradient's sign
+        assert torch.allclose(after, before - 0.5, atol=1e-5)
+        if not host_shm:  # over the wire: the push waited for the pull and went in the same batch
+            assert sent == [["push", "pull"]]
+        bad = {"kind": "adagrad", "lr": -1.0, "eps": 1e-10}
+        if host_shm:  # rows this process maps: the push is awaited, and refused at once
+            with pytest.raises(RemoteInputError, match="lr"):
+                emb.weight.push_rows(remote, torch.ones(2, 4), bad)
+        else:
+            emb.weight.push_rows(remote, torch.ones(2, 4), bad)
+            with pytest.raises(RemoteInputError, match="lr"):
+                emb.weight[remote]  # the refused push fails the pull it travelled with
+    finally:
+        client.channel.start = start

@@ -10,6 +10,7 @@ import torch
 
 from ..errors import InputError
 from ..graph import as_id_tensor
+from ..kvstore.client import PendingPull
 from ..partition import RangePartitionBook
 from .initializers import Initializer
 from .policy import PartitionPolicy, edge_policy_str, node_policy_str
@@ -114,3 +115,11 @@ class DistTensor:
     def __del__(self):
         if getattr(self, "_owner", False) and not self._persistent:
             self._client.schedule_delete(self._handle.name)
+
+
+def start_pull(wanted: list[tuple[DistTensor, torch.Tensor]]) -> PendingPull:
+    """Ask for `t[ids]` of each (t, ids), tensors of one runtime, in one round trip to the
+    servers; `.result()` gives the rows (those in shared memory read at that moment)."""
+    if not wanted:
+        raise InputError("start_pull needs at least one (DistTensor, ids) pair")
+    return wanted[0][0]._client.start_pull([(t._handle, _ids(ids, len(t))) for t, ids in wanted])

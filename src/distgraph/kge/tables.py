@@ -6,10 +6,14 @@ process maps are read and updated in place, the others travel."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
 from ..distributed import DistTensor, Uniform, node_policy_str, table_policy_str
+from ..distributed.dist_tensor import start_pull
+from ..kvstore.client import PendingPull
 from ..optim.row_adagrad import RowAdagrad
 from ..optim.sparse import coalesce
 from .models import KGEModel
@@ -38,9 +42,16 @@ class KGETables:
     def rows(self, name: str, ids: Tensor) -> Tensor:
         return self.tables[name][ids]
 
-    def update(self, name: str, ids: Tensor, grads: Tensor) -> None:
-        """Sum the gradients of repeated ids, then one row-wise Adagrad step on each row."""
-        self.optimizers[name].step(*coalesce(ids, grads))
+    def start_rows(self, wanted: list[tuple[str, Tensor]]) -> PendingPull:
+        """Ask for `rows` of several tables in one round trip; `.result()` gives them, after
+        the updates of this process made in between (`start_update`)."""
+        return start_pull([(self.tables[name], ids) for name, ids in wanted])
+
+    def start_update(self, name: str, ids: Tensor, grads: Tensor) -> Callable[[], None]:
+        """Sum the gradients of repeated ids, then one row-wise Adagrad step on each row: sent
+        now to the servers of other machines' rows; the update of the rows in this process's
+        memory is returned, to run before they are read again."""
+        return self.optimizers[name].start_step(*coalesce(ids, grads))
 
     def checkpointed(self) -> list[DistTensor]:
         """Every tensor a checkpoint needs: the tables and their Adagrad state."""

@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ from ..distributed.checkpoint import CheckpointDir
 from ..distributed.runtime import barrier
 from ..errors import DistGraphError, InputError
 from ..malloc import keep_freed_memory
+from ..optim.row_adagrad import run_each
 from ..partition import load_partition
 from ..partition.layout import PartitionConfig
 from .config import TrainConfig
@@ -55,16 +57,23 @@ MUST_MATCH = ("model_name", "dataset", "format", "data_files", "batch_size", "ne
 Emit = Callable[[tuple], None]
 
 
-def train_step(model: KGEModel, tables: KGETables, batch: Batch, cfg: TrainConfig) -> Tensor:
-    """Update the tables from one batch; returns the values of STATS as a tensor."""
+def batch_rows(tables: KGETables, batch: Batch) -> list[tuple[str, Tensor]]:
+    """The rows a batch trains: entities of its positives and negatives, its relations."""
+    ent_ids = torch.cat([batch.h, batch.t, batch.neg.reshape(-1)])
+    return [("entity", ent_ids), *((name, batch.r) for name in tables.relation_names())]
+
+
+def train_step(model: KGEModel, tables: KGETables, batch: Batch, rows: list[Tensor],
+               cfg: TrainConfig) -> tuple[Tensor, Callable[[], None]]:
+    """Forward and backward of one batch on its `rows` (of `batch_rows`); sends the updates of
+    other machines' rows. Returns the values of STATS as a tensor, and the update of the rows
+    in this process's memory (run it before they are read again)."""
     n = len(batch.h)
     chunks = batch.num_chunks
     k = n // chunks
-    names = tables.relation_names()
-    ent_ids = torch.cat([batch.h, batch.t, batch.neg.reshape(-1)])
-    ent = tables.rows("entity", ent_ids).requires_grad_()
-    rels = [tables.rows(name, batch.r).requires_grad_() for name in names]
-
+    wanted = batch_rows(tables, batch)
+    ent_ids = wanted[0][1]
+    ent, *rels = (x.requires_grad_() for x in rows)
     h, t, neg = ent.split([n, n, len(ent_ids) - 2 * n])
     pos = model.pair(h, tuple(rels), t)
     by_chunk = tuple(x.view(chunks, k, -1) for x in rels)
@@ -81,10 +90,9 @@ def train_step(model: KGEModel, tables: KGETables, batch: Batch, cfg: TrainConfi
         with torch.no_grad():
             reg = (add_regularization_grad(ent, ent.grad, cfg.regularization_coef, cfg.regularization_norm)
                    + add_regularization_grad(rels[0], rels[0].grad, cfg.regularization_coef, cfg.regularization_norm))
-    tables.update("entity", ent_ids, ent.grad)
-    for name, x in zip(names, rels):
-        tables.update(name, batch.r, x.grad)
-    return torch.stack([loss + reg, pos_loss, neg_loss, reg, pos.mean(), neg_scores.mean()]).detach()
+    local = [tables.start_update(name, ids, x.grad) for (name, ids), x in zip(wanted, (ent, *rels))]
+    stats = torch.stack([loss + reg, pos_loss, neg_loss, reg, pos.mean(), neg_scores.mean()]).detach()
+    return stats, partial(run_each, local)
 
 
 class Trainer:
@@ -192,8 +200,15 @@ class Trainer:
         first = self._resume(sampler, acc)
         self.emit(("started", ctx.rank))
         t_log = t_progress = time.perf_counter()
+        batch = next(sampler)
+        pending = self.tables.start_rows(batch_rows(self.tables, batch))
         for step in range(first, cfg.max_step + 1):
-            stats = train_step(self.model, self.tables, next(sampler), cfg)
+            stats, update_local = train_step(self.model, self.tables, batch, pending.result(), cfg)
+            checkpoint = cfg.checkpoint_dir and step % cfg.checkpoint_interval == 0 and step < cfg.max_step
+            if step < cfg.max_step and not checkpoint:  # the next rows travel while this step's local updates run
+                batch = next(sampler)
+                pending = self.tables.start_rows(batch_rows(self.tables, batch))
+            update_local()
             if not bool(torch.isfinite(stats[0])):
                 raise DistGraphError(f"trainer {ctx.rank}: the loss became {float(stats[0])} at step {step}; lower "
                                      f"--lr (or check the data and --regularization_coef)")
@@ -215,10 +230,12 @@ class Trainer:
                 barrier()
                 self.emit(("metrics", ctx.rank, f"Valid (step {step})", self.evaluate(valid)))
                 barrier()
-            if cfg.checkpoint_dir and step % cfg.checkpoint_interval == 0 and step < cfg.max_step:
+            if checkpoint:  # the sampler stands after this step's batch
                 CheckpointDir(cfg.checkpoint_dir).save(step, self.tables.checkpointed(), {
                     "step": step, "sampler": sampler.state(), "log_sums": acc.clone(),
                     "config": json.dumps({k: getattr(cfg, k) for k in MUST_MATCH})})
+                batch = next(sampler)
+                pending = self.tables.start_rows(batch_rows(self.tables, batch))
         trained = cfg.max_step - first + 1
         entity = self.tables.tables["entity"].name
         self.emit(("pulled", ctx.rank, ctx.client.remote_rows.get(entity, 0) / max(trained, 1)))

@@ -6,7 +6,8 @@ ip_config lines may name one host). Other rows are grouped by the server slot th
 them, requested from all those servers at once, and scattered back so the result follows
 the order of the ids, repeats included. While requests are in flight the rows in shared
 memory are copied, so both overlap. Optimiser pushes always go to the servers, which keep
-the optimiser state.
+the optimiser state, and are not awaited (DGL's pushes are asynchronous too): their replies
+are read later, at the latest before a barrier or any call that must see every update.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ from .store import KVStore, PolicyResolver, UnknownTensor
 # made Adagrad pushes of 10k rows 1.2x and of 100k rows 1.3x faster, 100k-row pulls 1.15x,
 # 10k-row pulls alike (1 MiB pieces were slower still).
 CHUNK_BYTES = 8 << 20
+# Requests whose arrays (or expected rows) are at most this big may share a message.
+MERGE_BYTES = 1 << 20
+# Gradient pushes wait in an outbox for the client's next request; beyond this many bytes
+# they are sent on their own, and beyond this many such batches unanswered the oldest is
+# awaited (bounding what a slow server can queue, and how late an error surfaces).
+OUTBOX_BYTES = 8 << 20
+PUSHES_IN_FLIGHT = 8
 
 Initializer = dict | Callable[[tuple[int, ...], torch.dtype], torch.Tensor] | None
 
@@ -104,6 +112,9 @@ class KVClient:
         self._deferred_deletes: list[str] = []
         self._turn = 0  # round-robin over a machine's servers for `overlap`
         self.remote_rows: dict[str, int] = {}  # tensor -> rows pulled from other machines' servers so far
+        self._outbox: list[Request] = []  # gradient pushes not sent yet (see `push`)
+        self._outbox_bytes = 0
+        self._pushes: list = []  # batches of gradient pushes whose replies have not been read
 
     @property
     def num_machines(self) -> int:
@@ -124,7 +135,7 @@ class KVClient:
 
     def goodbye(self) -> None:
         with self._guard():
-            self._flush_deletes()
+            self._settle()
             self.channel.call([Request(p, {"op": "goodbye"}) for p in range(len(self.channel.peers))])
 
     def barrier(self, parties: int, timeout: float, value=None) -> list:
@@ -132,7 +143,7 @@ class KVClient:
         the `value` each of them brought (plain data: None, numbers, strings, lists, maps), in
         the order they arrived."""
         with self._guard():
-            self._flush_deletes()
+            self._settle()
             (reply,) = self.channel.call([Request(0, {"op": "barrier", "parties": parties, "value": value})], timeout)
             values = reply.header.get("values")
             if not isinstance(values, list) or len(values) != parties:
@@ -141,6 +152,7 @@ class KVClient:
 
     def shutdown_servers(self) -> None:
         with self._guard():
+            self._settle()
             self.channel.call([Request(p, {"op": "shutdown"}) for p in range(len(self.channel.peers))])
 
     # ----------------------------------------------------------- definitions
@@ -173,7 +185,7 @@ class KVClient:
         once per machine that lacks the tensor (DGL's convention: `shape` is that machine's
         rows). Returns the handle and whether this call created the tensor anywhere."""
         with self._guard():
-            self._flush_deletes()
+            self._settle()
             bounds = self.resolve_policy(policy)
             if not shape or shape[0] != bounds[-1]:
                 raise InputError(f"tensor {name!r}: policy {policy!r} has {bounds[-1]} rows, shape is {list(shape)}")
@@ -195,7 +207,7 @@ class KVClient:
     def lookup(self, name: str) -> TensorHandle | None:
         """The handle of an existing tensor, or None if it does not exist."""
         with self._guard():
-            self._flush_deletes()
+            self._settle()
             found = self._leaders_call([{"op": "lookup", "name": name}] * self.num_machines)
             if not any(f["found"] for f in found):
                 return None
@@ -208,7 +220,7 @@ class KVClient:
     def list(self) -> list[dict]:
         """Name, shape, dtype and policy of every tensor of this machine's store."""
         with self._guard():
-            self._flush_deletes()
+            self._settle()
             (reply,) = self.channel.call([Request(self.leaders[self.machine_id], {"op": "list"})])
             return reply.header["tensors"]
 
@@ -266,8 +278,7 @@ class KVClient:
     def _pieces(self, h: TensorHandle, offsets: list[int], skip: set[int]):
         """(slot, start, end) of every request: the grouped span of each slot whose machine is
         not in `skip`, cut into pieces of at most CHUNK_BYTES (a server answers in order)."""
-        row_bytes = torch.empty((), dtype=h.dtype).element_size() * math.prod(h.row_shape)
-        chunk = max(1, CHUNK_BYTES // max(1, row_bytes))
+        chunk = max(1, CHUNK_BYTES // max(1, _row_bytes(h)))
         for slot in range(len(offsets) - 1):
             if self.slot_machine[slot] not in skip:
                 for s in range(offsets[slot], offsets[slot + 1], chunk):
@@ -280,47 +291,52 @@ class KVClient:
 
     def pull(self, h: TensorHandle, ids: torch.Tensor) -> torch.Tensor:
         """Rows `ids` of the tensor, in the order given (duplicates repeated)."""
-        ids, mn, mx = self._check_ids(h, ids)
-        out = torch.empty((ids.numel(), *h.row_shape), dtype=h.dtype)
-        if not ids.numel():
-            return out
-        only = self._machine_of(h, mn, mx)
-        if only in h.shm:
-            h.check_mapped((only,))
-            return gather_rows(h.shm[only], ids - h.bounds[only], out)
+        return self.pull_many([(h, ids)])[0]
+
+    def pull_many(self, items: Sequence[tuple[TensorHandle, torch.Tensor]]) -> list[torch.Tensor]:
+        """`pull` of several tensors with one round trip."""
+        return self.start_pull(items).result()
+
+    def start_pull(self, items: Sequence[tuple[TensorHandle, torch.Tensor]]) -> "PendingPull":
+        """Send the requests for rows of several tensors now; `result()` copies the rows in
+        shared memory (so writes made there in between are seen), then gathers the replies.
+        A server answers one client in order, so the replies reflect this client's earlier
+        pushes too: a trainer can ask for its next batch's rows before finishing this one."""
+        plans, reqs = [], []
         with self._guard():
-            order, grouped, offsets = self._split(h, ids)
-            pieces = list(self._pieces(h, offsets, set(h.shm)))
-            self.remote_rows[h.name] = self.remote_rows.get(h.name, 0) + sum(e - s for _, s, e in pieces)
-            # one reply holding every row in order is the result itself (no copy into `out`)
-            whole = order is None and len(pieces) == 1 and pieces[0][1:] == (0, ids.numel())
-            reqs, spans = [], []
-            for slot, s, e in pieces:
-                header = {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot]]}
-                reqs.append(Request(slot, header, [grouped[s:e]], [out[s:e]] if order is None and not whole else []))
-                spans.append((s, e))
-            spans_shm = self._shm_spans(h, offsets)
-            h.check_mapped(m for m, _, _ in spans_shm)
-            batch = self.channel.start(reqs)
-            for m, a, b in spans_shm:
-                rows = grouped[a:b] - h.bounds[m]
-                if order is None:
-                    gather_rows(h.shm[m], rows, out[a:b])
+            for h, ids in items:
+                ids, mn, mx = self._check_ids(h, ids)
+                out = torch.empty((ids.numel(), *h.row_shape), dtype=h.dtype)
+                only = self._machine_of(h, mn, mx) if ids.numel() else None
+                if only in h.shm or not ids.numel():
+                    plans.append(_PullPlan(h, out, None, ids, [], [(only, 0, ids.numel())] if ids.numel() else [],
+                                           False))
                 else:
-                    out.index_copy_(0, order[a:b], gather_rows(h.shm[m], rows))
-            replies = self.channel.wait(batch)
-        if whole:
-            return _reply_rows(replies[0].arrays, ids.numel(), h)
-        for (s, e), rep in zip(spans, replies):
-            rows = _reply_rows(rep.arrays, e - s, h)
-            if order is not None:
-                out.index_copy_(0, order[s:e], rows)
-            elif rows.data_ptr() != out[s:e].data_ptr():
-                out[s:e] = rows
-        return out
+                    plans.append(self._plan_pull(h, ids, out, reqs))
+            batch, skip = self._start(reqs) if reqs or self._outbox else (None, 0)
+            return PendingPull(self, plans, batch, skip)
+
+    def _plan_pull(self, h: TensorHandle, ids: torch.Tensor, out: torch.Tensor, reqs: list[Request]) -> "_PullPlan":
+        """Append the requests of a pull to `reqs`; the plan copies mapped rows and scatters replies."""
+        order, grouped, offsets = self._split(h, ids)
+        pieces = list(self._pieces(h, offsets, set(h.shm)))
+        self.remote_rows[h.name] = self.remote_rows.get(h.name, 0) + sum(e - s for _, s, e in pieces)
+        # one reply holding every row in order is the result itself (no copy into `out`)
+        whole = order is None and len(pieces) == 1 and pieces[0][1:] == (0, ids.numel())
+        spans, row_bytes = [], _row_bytes(h)
+        for slot, s, e in pieces:
+            header = {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot]]}
+            reqs.append(Request(slot, header, [grouped[s:e]], [out[s:e]] if order is None and not whole else [],
+                                merge=(e - s) * row_bytes <= MERGE_BYTES))
+            spans.append((s, e))
+        return _PullPlan(h, out, order, grouped, spans, self._shm_spans(h, offsets), whole)
 
     def push(self, h: TensorHandle, ids: torch.Tensor, values: torch.Tensor, optimizer: dict | None = None) -> None:
-        """Assign rows `ids`, or send them as gradients to the owners' `optimizer`."""
+        """Assign rows `ids` (done on return), or send them as gradients to the owners'
+        `optimizer`. Gradients for rows this process reads through the servers leave with its
+        next pull (or barrier, or any call that must see them) and are not awaited: a server
+        answers one client in order, so that pull already sees the update. Rows this process
+        maps are updated before returning."""
         ids, mn, mx = self._check_ids(h, ids)
         if not isinstance(values, torch.Tensor) or tuple(values.shape) != (ids.numel(), *h.row_shape):
             got = list(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__
@@ -338,24 +354,58 @@ class KVClient:
             order, grouped, offsets = self._split(h, ids)
             if order is not None:
                 values = values[order]
+            elif optimizer is not None:  # sent while the caller goes on: never the caller's buffers
+                grouped, values = grouped.clone(), values.clone()
             direct = set(h.shm) if optimizer is None else set()
             header = {"op": "push", "name": h.name}
             if optimizer is not None:
                 header["optimizer"] = optimizer
-            reqs = [Request(slot, {**header, "uid": h.uids[self.slot_machine[slot]]}, [grouped[s:e], values[s:e]])
+            row_bytes = _row_bytes(h)
+            reqs = [Request(slot, {**header, "uid": h.uids[self.slot_machine[slot]]}, [grouped[s:e], values[s:e]],
+                            merge=(e - s) * row_bytes <= MERGE_BYTES)
                     for slot, s, e in self._pieces(h, offsets, direct)]
+            if optimizer is not None and not any(self.slot_machine[r.peer] in h.shm for r in reqs):
+                # gradients of rows this process reads through the servers: they leave with its
+                # next request (in the same message when small), which the server answers after them
+                self._outbox.extend(reqs)
+                self._outbox_bytes += values.numel() * values.element_size()
+                if self._outbox_bytes > OUTBOX_BYTES:
+                    self._send_outbox()
+                return
             spans_shm = self._shm_spans(h, offsets) if direct else []
             h.check_mapped(m for m, _, _ in spans_shm)
-            batch = self.channel.start(reqs)
+            batch, _ = self._start(reqs)
             for m, a, b in spans_shm:
                 h.shm[m].index_copy_(0, grouped[a:b] - h.bounds[m], values[a:b])
-            self.channel.wait(batch)
+            self.channel.wait(batch)  # done on return: this process may read those rows in shared memory next
+
+    def _start(self, reqs: list[Request]) -> tuple[object, int]:
+        """Send `reqs` after the gradient pushes of the outbox; the batch, and how many of its
+        first replies are the outbox's."""
+        sent, self._outbox, self._outbox_bytes = self._outbox, [], 0
+        return self.channel.start(sent + reqs), len(sent)
+
+    def _send_outbox(self) -> None:
+        """Send the outbox on its own, awaiting the oldest such batches beyond PUSHES_IN_FLIGHT."""
+        if self._outbox:
+            self._pushes.append(self._start([])[0])
+        while len(self._pushes) > PUSHES_IN_FLIGHT:
+            self.channel.wait(self._pushes.pop(0))
+
+    def _settle(self) -> None:
+        """Wait for the replies of gradient pushes still in flight (raising their errors), and
+        run deferred deletes: before anything that must see every update of this process."""
+        self._send_outbox()
+        while self._pushes:
+            self.channel.wait(self._pushes.pop(0))
+        self._flush_deletes()
 
     def each_server(self, h: TensorHandle, header: Callable[[int], dict]) -> list[tuple[int, dict]]:
         """Send `header(machine)` about tensor `h` to every server of every machine at once;
         (machine, reply header) of each, machine-major. For checkpoints, which every server
         writes and reads its own slice of."""
         with self._guard():
+            self._settle()
             reqs = [Request(slot, {**header(m), "name": h.name, "uid": h.uids[m]})
                     for slot, m in enumerate(self.slot_machine)]
             replies = self.channel.call(reqs, self.slow_timeout)
@@ -370,6 +420,7 @@ class KVClient:
         """Send each (machine, header, arrays) to one of that machine's servers (spread over
         them in turn), run `local()` while the replies are on their way, then gather them."""
         with self._guard():
+            self._settle()
             reqs = []
             for machine, header, arrays in requests:
                 self._turn += 1
@@ -383,6 +434,66 @@ class KVClient:
         self.channel.close()
         for store in self._stores():
             store.close()
+
+
+@dataclass
+class PendingPull:
+    """Rows requested by `KVClient.start_pull`; `result()` once."""
+
+    client: KVClient
+    plans: list["_PullPlan"]
+    batch: object
+    skip: int  # replies to requests sent before the pull's (the outbox's pushes)
+
+    def result(self) -> list[torch.Tensor]:
+        with self.client._guard():
+            for plan in self.plans:
+                plan.h.check_mapped(m for m, _, _ in plan.spans_shm)
+                plan.copy_mapped()
+            replies = iter(self.client.channel.wait(self.batch)[self.skip:] if self.batch is not None else ())
+        return [plan.finish([next(replies) for _ in plan.spans]) for plan in self.plans]
+
+
+@dataclass
+class _PullPlan:
+    """One tensor's part of a `pull_many`: its requests' spans of the grouped ids, and the
+    spans whose rows are in mapped shared memory."""
+
+    h: TensorHandle
+    out: torch.Tensor
+    order: torch.Tensor | None  # grouped position -> position in `out` (None: already grouped)
+    grouped: torch.Tensor
+    spans: list[tuple[int, int]]
+    spans_shm: list[tuple[int, int, int]]
+    whole: bool  # a single reply holds every row in order
+
+    def copy_mapped(self) -> None:
+        h, out = self.h, self.out
+        for m, a, b in self.spans_shm:
+            rows = self.grouped[a:b] - h.bounds[m]
+            if self.order is None:
+                gather_rows(h.shm[m], rows, out[a:b])
+            else:
+                out.index_copy_(0, self.order[a:b], gather_rows(h.shm[m], rows))
+
+    def finish(self, replies: list) -> torch.Tensor:
+        """Scatter the replies into the result."""
+        h, out = self.h, self.out
+        if not self.spans:
+            return out
+        if self.whole:
+            return _reply_rows(replies[0].arrays, out.shape[0], h)
+        for (s, e), rep in zip(self.spans, replies):
+            rows = _reply_rows(rep.arrays, e - s, h)
+            if self.order is not None:
+                out.index_copy_(0, self.order[s:e], rows)
+            elif rows.data_ptr() != out[s:e].data_ptr():
+                out[s:e] = rows
+        return out
+
+
+def _row_bytes(h: TensorHandle) -> int:
+    return torch.empty((), dtype=h.dtype).element_size() * math.prod(h.row_shape)
 
 
 def _reply_rows(arrays: list[torch.Tensor], n: int, h: TensorHandle) -> torch.Tensor:

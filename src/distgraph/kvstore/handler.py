@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 
 from ..errors import DistGraphError, InputError
-from ..rpc.wire import WireError, dtype_name, parse_dtype, parse_shape
+from ..rpc.wire import MANY, MERGE_PARTS, WireError, dtype_name, parse_dtype, parse_shape
 from . import snapshot
 from .shm import TensorMeta
 from .store import KVStore
@@ -74,7 +74,7 @@ class RequestHandler:
         self._ops: dict[str, Callable[[dict, list], tuple[dict, list]]] = {
             "create": self._create, "lookup": self._lookup, "pull": self._pull, "push": self._push,
             "delete": self._delete, "list": self._list, "ping": self._ping,
-            "save": self._save, "load": self._load, "drop": self._drop,
+            "save": self._save, "load": self._load, "drop": self._drop, MANY: self._many,
         }
 
     def add_op(self, op: str, fn: Callable[[dict, list], tuple[dict, list]]) -> None:
@@ -118,6 +118,25 @@ class RequestHandler:
         expect_arrays(arrays, 0, "lookup")
         meta = self.store.meta(_name(header))
         return ({**meta_fields(meta), "found": True} if meta else {"found": False}), []
+
+    def _many(self, header: dict, arrays: list) -> tuple[dict, list]:
+        """Several requests in one message, handled in order, each answered on its own."""
+        parts, counts = field(header, "parts", list), field(header, "counts", list)
+        if not 0 < len(parts) <= MERGE_PARTS or len(counts) != len(parts):
+            raise WireError(f"'{MANY}' needs 1 to {MERGE_PARTS} parts and a count of arrays for each")
+        if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts) or \
+                sum(counts) != len(arrays):
+            raise WireError(f"'{MANY}' counts {counts!r} do not add up to its {len(arrays)} arrays")
+        if not all(isinstance(p, dict) and p.get("op") != MANY for p in parts):
+            raise WireError(f"'{MANY}' parts must be requests (maps), not '{MANY}' again")
+        replies, sizes, out, start = [], [], [], 0
+        for part, n in zip(parts, counts):
+            reply, got = self(part, arrays[start:start + n])
+            start += n
+            replies.append(reply)
+            sizes.append(len(got))
+            out.extend(got)
+        return {"parts": replies, "counts": sizes}, out
 
     def _pull(self, header: dict, arrays: list) -> tuple[dict, list]:
         (ids,) = expect_arrays(arrays, 1, "pull")

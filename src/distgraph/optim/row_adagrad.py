@@ -10,6 +10,9 @@ convergence); rows of other machines go to their servers, which apply the very s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import torch
 
 from ..distributed.dist_tensor import DistTensor
@@ -32,24 +35,37 @@ class RowAdagrad:
         return {"kind": "rowadagrad", "lr": self.lr, "state": self.state.name}
 
     def step(self, ids: torch.Tensor, grads: torch.Tensor) -> None:
+        self.start_step(ids, grads)()
+
+    def start_step(self, ids: torch.Tensor, grads: torch.Tensor) -> Callable[[], None]:
+        """Send the gradients of rows other machines hold now; returns the update of the rows
+        in this process's memory, to run before they are read again (meanwhile the servers
+        work, and requests sent after this one see their update)."""
         h, hs = self.table._handle, self.state._handle
         here = [m for m in h.shm if m in hs.shm]
         h.check_mapped(here)
         hs.check_mapped(here)
         grads = grads.to(torch.float32).contiguous()
         if not ids.numel():
-            return
+            return partial(run_each, [])
         lo, hi = (int(v) for v in torch.aminmax(ids))
         for m in here:  # every row on one machine whose memory is here (always, standalone)
             if h.bounds[m] <= lo and hi < h.bounds[m + 1]:
-                kernels.row_adagrad(h.shm[m], hs.shm[m], ids - h.bounds[m], grads, self.lr)
-                return
+                return partial(kernels.row_adagrad, h.shm[m], hs.shm[m], ids - h.bounds[m], grads, self.lr)
         owner = torch.searchsorted(torch.tensor(h.bounds), ids, right=True) - 1
-        done = torch.zeros(ids.numel(), dtype=torch.bool)
+        local, done = [], torch.zeros(ids.numel(), dtype=torch.bool)
         for m in here:
             mine = owner == m
             if bool(mine.any()):
-                kernels.row_adagrad(h.shm[m], hs.shm[m], ids[mine] - h.bounds[m], grads[mine], self.lr)
+                local.append(partial(kernels.row_adagrad, h.shm[m], hs.shm[m], ids[mine] - h.bounds[m], grads[mine],
+                                     self.lr))
                 done |= mine
         if not bool(done.all()):
             self.table.push_rows(ids[~done], grads[~done], self.spec())
+        return partial(run_each, local)
+
+
+def run_each(updates: list[Callable[[], None]]) -> None:
+    """Run deferred updates in order."""
+    for update in updates:
+        update()

@@ -28,6 +28,11 @@ CLOSE_LINGER_MS = 2000  # how long a closing server keeps trying to deliver its 
 # zmq gives a received frame this big a buffer of its own; smaller ones share one receive
 # buffer (and may sit misaligned in it), so replies below this size are copied out
 OWN_BUFFER_BYTES = 64 << 10
+# Frames below this size are copied when sent. A zero-copy frame is released by pyzmq's
+# garbage-collector thread, which must take the GIL: with a busy main thread on a loaded
+# machine that hand-over cost about 1 ms per send (KGE steps pushing ~200 KB of gradients),
+# far more than copying the bytes.
+COPY_BELOW_BYTES = 4 << 20
 
 
 class PeerError(DistGraphError):
@@ -51,12 +56,15 @@ def remote_error(peer: PeerAddress, op, reply: dict) -> RemoteError:
 @dataclass
 class Request:
     """One request: a header and arrays for `peer` (an index into the connection list);
-    `out` optionally gives tensors that receive the reply's arrays in place."""
+    `out` optionally gives tensors that receive the reply's arrays in place. Small data
+    requests are marked `merge`: those of one batch to one peer travel as one `many`
+    message, answered by one reply (fewer messages, fewer wake-ups on both sides)."""
 
     peer: int
     header: dict
     arrays: Sequence[torch.Tensor] = ()
     out: Sequence[torch.Tensor | None] = ()
+    merge: bool = False  # may share one message with the batch's other mergeable requests to `peer`
 
 
 @dataclass
@@ -67,12 +75,12 @@ class Reply:
 
 @dataclass
 class Batch:
-    """Requests in flight: request index by request id, and the replies gathered so far."""
+    """Requests in flight: request indices by message id, and the replies gathered so far."""
 
     requests: list[Request]
     timeout: float
     deadline: float
-    pending: dict[int, int] = field(default_factory=dict)
+    pending: dict[int, list[int]] = field(default_factory=dict)
     replies: list = field(default_factory=list)
 
     def __post_init__(self):
@@ -86,6 +94,7 @@ class ServerSocket:
     def __init__(self, endpoint: str, send_timeout: float, credentials: Credentials, label: str):
         self.authenticator = Authenticator(zmq.Context.instance(), credentials, label)
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
+        self.socket.copy_threshold = COPY_BELOW_BYTES
         credentials.server(self.socket)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.SNDTIMEO, int(send_timeout * 1000))
@@ -128,6 +137,7 @@ class _Conn:
     def __init__(self, peer: PeerAddress, timeout: float, credentials: Credentials):
         self.peer = peer
         self.socket = zmq.Context.instance().socket(zmq.DEALER)
+        self.socket.copy_threshold = COPY_BELOW_BYTES
         credentials.client(self.socket)
         for opt, value in ((zmq.LINGER, 0), (zmq.SNDTIMEO, int(timeout * 1000)),
                            (zmq.HEARTBEAT_IVL, HEARTBEAT_MS), (zmq.HEARTBEAT_TIMEOUT, int(timeout * 1000))):
@@ -166,54 +176,70 @@ class Connections:
             self._poller.register(c.monitor, zmq.POLLIN)
         self._by_socket = {c.socket: c for c in self._conns}
         self._by_monitor = {c.monitor: c for c in self._conns}
+        self._inflight: dict[int, tuple[Batch, list[int]]] = {}  # message id -> (its batch, request indices)
 
     def call(self, requests: Sequence[Request], timeout: float | None = None) -> list[Reply]:
         """Send every request, then wait (bounded) for all replies; raise the first error reply."""
         return self.wait(self.start(requests, timeout))
 
     def start(self, requests: Sequence[Request], timeout: float | None = None) -> "Batch":
-        """Send every request at once and return without waiting (one batch in flight at a time)."""
+        """Send every request at once and return without waiting. Several batches may be in
+        flight: a reply is filed into its own batch whichever batch is being waited for."""
         timeout = self.timeout if timeout is None else timeout
         batch = Batch(list(requests), timeout, time.monotonic() + timeout)
-        for i, req in enumerate(batch.requests):
+        for indices in _messages(batch.requests):
             rid = next(self._rids)
-            conn = self._conns[req.peer]
+            first = batch.requests[indices[0]]
+            conn = self._conns[first.peer]
+            if len(indices) == 1:
+                frames = wire.pack({**first.header, "rid": rid}, first.arrays)
+            else:
+                parts = [batch.requests[i] for i in indices]
+                frames = wire.pack({"op": wire.MANY, "rid": rid, "parts": [r.header for r in parts],
+                                    "counts": [len(r.arrays) for r in parts]}, [a for r in parts for a in r.arrays])
             try:
-                conn.socket.send_multipart(wire.pack({**req.header, "rid": rid}, req.arrays), copy=False)
+                conn.socket.send_multipart(frames, copy=False)
             except zmq.Again:
+                for sent in batch.pending:
+                    self._inflight.pop(sent, None)
                 raise PeerError(f"cannot send to {conn.peer} within {timeout:g} s; "
                                 f"it is not accepting requests") from None
-            batch.pending[rid] = i
+            batch.pending[rid] = indices
+            self._inflight[rid] = (batch, indices)
         return batch
 
     def wait(self, batch: "Batch") -> list[Reply]:
         """Gather the replies of a batch before its deadline; raise the first error reply."""
-        requests, pending, replies = batch.requests, batch.pending, batch.replies
-        for conn in {self._conns[requests[i].peer] for i in pending.values()}:
-            if conn.lost:  # dropped earlier and not reconnected since: fail now, not at the deadline
-                self._check_lost(conn, requests, pending)
-        while pending:
-            remaining = batch.deadline - time.monotonic()
-            ready = dict(self._poller.poll(max(0, int(remaining * 1000)))) if remaining > 0 else {}
-            for sock in ready:
-                if sock in self._by_socket:
-                    self._receive(self._by_socket[sock], requests, pending, replies)
-            for sock in ready:
-                if sock in self._by_monitor:
-                    self._check_lost(self._by_monitor[sock], requests, pending)
-            if pending and time.monotonic() >= batch.deadline:
-                waiting = sorted({str(self.peers[requests[i].peer]) for i in pending.values()})
-                ops = sorted({str(requests[i].header.get("op")) for i in pending.values()})
-                raise PeerError(f"no reply from {', '.join(waiting)} within {batch.timeout:g} s (op {', '.join(ops)}); "
-                                f"the server died, hangs or is overloaded: check its output")
-        for req, rep in zip(requests, replies):
+        requests, pending = batch.requests, batch.pending
+        try:
+            for conn in {self._conns[requests[ix[0]].peer] for ix in pending.values()}:
+                if conn.lost:  # dropped earlier and not reconnected since: fail now, not at the deadline
+                    self._check_lost(conn, requests, pending)
+            while pending:
+                remaining = batch.deadline - time.monotonic()
+                ready = dict(self._poller.poll(max(0, int(remaining * 1000)))) if remaining > 0 else {}
+                for sock in ready:
+                    if sock in self._by_socket:
+                        self._receive(self._by_socket[sock])
+                for sock in ready:
+                    if sock in self._by_monitor:
+                        self._check_lost(self._by_monitor[sock], requests, pending)
+                if pending and time.monotonic() >= batch.deadline:
+                    waiting = sorted({str(self.peers[requests[ix[0]].peer]) for ix in pending.values()})
+                    ops = sorted({str(requests[i].header.get("op")) for ix in pending.values() for i in ix})
+                    raise PeerError(f"no reply from {', '.join(waiting)} within {batch.timeout:g} s (op "
+                                    f"{', '.join(ops)}); the server died, hangs or is overloaded: check its output")
+        finally:
+            for rid in pending:  # abandoned after an error: their replies are dropped when they come
+                self._inflight.pop(rid, None)
+        for req, rep in zip(requests, batch.replies):
             if not rep.header.get("ok", False):
                 raise remote_error(self.peers[req.peer], req.header.get("op"), rep.header)
-        return replies
+        return batch.replies
 
-    def _check_lost(self, conn: _Conn, requests: Sequence[Request], pending: dict[int, int]) -> None:
+    def _check_lost(self, conn: _Conn, requests: Sequence[Request], pending: dict[int, list[int]]) -> None:
         conn.drain_monitor()
-        waited_on = any(self._conns[requests[i].peer] is conn for i in pending.values())
+        waited_on = any(self._conns[requests[ix[0]].peer] is conn for ix in pending.values())
         if conn.refused and waited_on:
             raise PeerError(f"{conn.peer} refused this process's connection: it did not accept its proof of the job "
                             f"secret (a server of another job, or this process lacks the job's DISTGRAPH_SECRET)")
@@ -221,9 +247,9 @@ class Connections:
             raise PeerError(f"lost the connection to {conn.peer} while waiting for its reply; "
                             f"the server process died or the network failed: check its output")
 
-    def _receive(self, conn: _Conn, requests: Sequence[Request], pending: dict[int, int],
-                 replies: list[Reply | None]) -> None:
-        """Read every complete reply waiting on `conn`, straight into `out` tensors when given."""
+    def _receive(self, conn: _Conn) -> None:
+        """Read every complete reply waiting on `conn` into its batch, straight into the
+        request's `out` tensors when given."""
         sock = conn.socket
         while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             try:
@@ -231,8 +257,15 @@ class Connections:
             except wire.WireError as exc:
                 self._discard_rest(sock)
                 raise PeerError(f"{conn.peer} sent a malformed reply: {exc}") from None
-            index = pending.get(header.get("rid"))
-            out = requests[index].out if index is not None else ()
+            rid = header.get("rid")
+            batch, indices = self._inflight.pop(rid, (None, None)) if isinstance(rid, int) else (None, None)
+            counts = _part_counts(header, indices, len(specs)) if batch is not None else None
+            if batch is not None and counts is None:
+                self._discard_rest(sock)
+                raise PeerError(f"{conn.peer} sent a reply whose parts do not match the {len(indices)} requests "
+                                f"of its message")
+            out = [] if batch is None else [
+                target for i, n in zip(indices, counts) for target in _padded(batch.requests[i].out, n)]
             arrays = []
             for i, (dtype, shape) in enumerate(specs):
                 if not sock.getsockopt(zmq.RCVMORE):
@@ -254,9 +287,18 @@ class Connections:
             if sock.getsockopt(zmq.RCVMORE):
                 self._discard_rest(sock)
                 raise PeerError(f"{conn.peer} sent a reply with more frames than its header declares")
-            if index is not None:  # replies to requests abandoned after an earlier error are dropped
-                del pending[header["rid"]]
-                replies[index] = Reply(header, arrays)
+            if batch is not None:  # replies to requests abandoned after an earlier error are dropped
+                del batch.pending[rid]
+                if len(indices) == 1 and "parts" not in header:
+                    batch.replies[indices[0]] = Reply(header, arrays)
+                elif "parts" not in header:  # the whole message was refused: each request gets the error
+                    for i in indices:
+                        batch.replies[i] = Reply(header, [])
+                else:
+                    start = 0
+                    for i, part, n in zip(indices, header["parts"], counts):
+                        batch.replies[i] = Reply(part, arrays[start:start + n])
+                        start += n
 
     @staticmethod
     def _discard_rest(sock: zmq.Socket) -> None:
@@ -266,6 +308,37 @@ class Connections:
     def close(self) -> None:
         for c in self._conns:
             c.close()
+
+
+def _messages(requests: Sequence[Request]) -> list[list[int]]:
+    """Request indices per message: mergeable requests to one peer share one (up to wire.MERGE_PARTS),
+    every other request is a message of its own."""
+    messages, open_by_peer = [], {}
+    for i, req in enumerate(requests):
+        group = open_by_peer.get(req.peer) if req.merge else None
+        if group is not None and len(group) < wire.MERGE_PARTS:
+            group.append(i)
+            continue
+        messages.append([i])
+        if req.merge:
+            open_by_peer[req.peer] = messages[-1]
+    return messages
+
+
+def _part_counts(header: dict, indices: list[int], num_arrays: int) -> list[int] | None:
+    """Arrays per request of a reply to a message of `indices`, or None if the reply does not fit."""
+    if "parts" not in header:
+        return [num_arrays] if len(indices) == 1 or num_arrays == 0 else None
+    parts, counts = header.get("parts"), header.get("counts")
+    ok = (isinstance(parts, list) and isinstance(counts, list) and len(parts) == len(counts) == len(indices)
+          and all(isinstance(p, dict) for p in parts)
+          and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts)
+          and sum(counts) == num_arrays)
+    return counts if ok else None
+
+
+def _padded(out: Sequence[torch.Tensor | None], n: int) -> list[torch.Tensor | None]:
+    return [out[i] if i < len(out) else None for i in range(n)]
 
 
 def _numel(shape: Sequence[int]) -> int:

@@ -16,6 +16,11 @@ import torch
 from ..errors import DistGraphError
 
 MAX_HEADER_BYTES = 1 << 20
+# A message of op MANY carries several requests: header {"op": MANY, "parts": [request
+# headers], "counts": [arrays of each]} and their arrays in order; the reply is {"parts":
+# [reply headers], "counts": [...]} with the replies' arrays in order.
+MANY = "many"
+MERGE_PARTS = 64  # at most this many requests share a message
 MAX_NDIM = 8
 DTYPES: dict[str, torch.dtype] = {
     "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16,
