@@ -65,6 +65,25 @@ def test_sampler_chunks_alternate_sides_and_cover_each_epoch():
     assert sorted(torch.cat(seen).tolist()) == list(range(100))
 
 
+def test_a_share_of_negatives_comes_from_all_entities_once_per_batch():
+    """Distributed: most negatives from the machine's entities [100, 200), half from all 1000,
+    one draw shared by the batch's chunks (those rows mostly live elsewhere: they travel once)."""
+    triples = torch.stack([torch.arange(100, 200), torch.zeros(100, dtype=torch.long), torch.arange(100, 200)], 1)
+    s = ChunkSampler(triples, (100, 200), batch_size=20, neg_sample_size=10, seed=0, num_entities=1000,
+                     global_share=0.5)
+    outside = 0
+    for _ in range(20):
+        b = next(s)
+        assert b.neg.shape == (2, 10)
+        assert ((b.neg[:, 5:] >= 100) & (b.neg[:, 5:] < 200)).all()
+        assert (b.neg[:, :5] == b.neg[:1, :5]).all() and b.neg.min() >= 0 and b.neg.max() < 1000
+        outside += int(((b.neg[0, :5] < 100) | (b.neg[0, :5] >= 200)).sum())
+    assert outside > 60  # 90% of the 100 global draws fall outside the machine's range
+    whole = ChunkSampler(triples, (0, 1000), batch_size=20, neg_sample_size=10, seed=0, num_entities=1000,
+                         global_share=0.5)
+    assert whole.num_global == 0  # on one machine every entity is local already
+
+
 def test_degree_sampling_adds_the_chunk_entities_and_masks_each_own():
     triples = torch.stack([torch.arange(8), torch.zeros(8, dtype=torch.long), torch.arange(8) + 8], 1)
     s = ChunkSampler(triples, (0, 16), batch_size=4, neg_sample_size=2, neg_deg_sample=True, seed=0)

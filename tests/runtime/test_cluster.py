@@ -84,6 +84,16 @@ def test_pulls_local_remote_and_mixed_keep_order_and_duplicates(dist, truth):
         feat[torch.tensor([0, N])]
 
 
+def test_a_row_asked_for_twice_travels_once(dist, truth, host_shm):
+    feat = dist.DistTensor((N, 16), torch.float32, "node~_N~feat")
+    client = dist.get_context().client
+    hi = dist.get_context().book.node_range(0, "_N")[1]
+    ids = torch.tensor([hi + 5, 3, hi, hi + 5, hi + 5, hi])
+    before = client.remote_rows.get(feat.name, 0)
+    assert torch.equal(feat[ids], truth[ids])
+    assert client.remote_rows.get(feat.name, 0) - before == (0 if host_shm else 2)
+
+
 def test_pulled_rows_are_a_private_writable_copy(dist, truth):
     feat = dist.DistTensor((N, 16), torch.float32, "node~_N~feat")
     hi = dist.get_context().book.node_range(0, "_N")[1]

@@ -82,8 +82,8 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
                                                   "already (each process applies its own, Hogwild)")
     a("--has_edge_importance", action="store_true", help="the training file's 4th column weighs each triple")
     a("--global_neg_share", type=float, default=d["global_neg_share"],
-      help="distributed training: the share of each chunk's negatives drawn from all entities; the rest come "
-           "from the trainer's machine (DGL-KE takes them all from there)")
+      help="distributed training: the share of each chunk's negatives drawn from all entities (one draw per "
+           "batch, shared by its chunks); the rest come from the trainer's machine (DGL-KE takes them all from there)")
     a("--gpu", type=int, nargs="+", default=d["gpu"], help="refused: training runs on CPUs")
     a("--mix_cpu_gpu", action="store_true", help="refused: training runs on CPUs")
 

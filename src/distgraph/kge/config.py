@@ -51,7 +51,7 @@ class TrainConfig:
     rel_part: bool = False
     async_update: bool = False
     has_edge_importance: bool = False
-    global_neg_share: float = 0.25  # ours: distributed training draws this share of negatives from all entities
+    global_neg_share: float = 0.5  # ours: distributed training draws this share of negatives from all entities
     gpu: list[int] | None = None
     mix_cpu_gpu: bool = False
     seed: int = 0

@@ -80,6 +80,9 @@ class Reporter:
         if self.triples:
             self.write(f"training takes {self.train_time:.3f} seconds "
                        f"({self.triples / self.train_time:,.0f} positive triples/s)")
+        if any(self.remote_rows):
+            self.write(f"entity rows pulled from other machines: "
+                       f"{sum(self.remote_rows) / len(self.remote_rows):,.1f} per step and trainer")
         if self.on_trained is not None:
             self.on_trained()
 

@@ -109,8 +109,8 @@ class ChunkSampler:
         corrupt_head = self.step % 2 == 0  # DGL-KE starts with tails, then alternates
         chunks = self.batch_size // self.chunk_size
         neg = torch.randint(*self.neg_range, (chunks, self.neg_sample_size), generator=self.gen)
-        if self.num_global:
-            neg[:, :self.num_global] = torch.randint(0, self.num_entities, (chunks, self.num_global), generator=self.gen)
+        if self.num_global:  # one draw for the whole batch: most of these rows live elsewhere, and travel once
+            neg[:, :self.num_global] = torch.randint(0, self.num_entities, (1, self.num_global), generator=self.gen)
         mask = None
         if self.neg_deg_sample:
             own = (h if corrupt_head else t).view(chunks, self.chunk_size)

@@ -309,8 +309,7 @@ class KVClient:
                 out = torch.empty((ids.numel(), *h.row_shape), dtype=h.dtype)
                 only = self._machine_of(h, mn, mx) if ids.numel() else None
                 if only in h.shm or not ids.numel():
-                    plans.append(_PullPlan(h, out, None, ids, [], [(only, 0, ids.numel())] if ids.numel() else [],
-                                           False))
+                    plans.append(_PullPlan(h, out, None, ids, [], [(only, 0, ids.numel())] if ids.numel() else []))
                 else:
                     plans.append(self._plan_pull(h, ids, out, reqs))
             batch, skip = self._start(reqs) if reqs or self._outbox else (None, 0)
@@ -320,16 +319,19 @@ class KVClient:
         """Append the requests of a pull to `reqs`; the plan copies mapped rows and scatters replies."""
         order, grouped, offsets = self._split(h, ids)
         pieces = list(self._pieces(h, offsets, set(h.shm)))
-        self.remote_rows[h.name] = self.remote_rows.get(h.name, 0) + sum(e - s for _, s, e in pieces)
-        # one reply holding every row in order is the result itself (no copy into `out`)
-        whole = order is None and len(pieces) == 1 and pieces[0][1:] == (0, ids.numel())
-        spans, row_bytes = [], _row_bytes(h)
+        spans, row_bytes, travelled = [], _row_bytes(h), 0
         for slot, s, e in pieces:
+            asked, repeat = grouped[s:e], None
+            uniq, inverse = torch.unique(asked, return_inverse=True)
+            if uniq.numel() < asked.numel():  # a row asked for twice travels once
+                asked, repeat = uniq, inverse
+            travelled += asked.numel()
+            into = [out[s:e]] if order is None and repeat is None and (s, e) != (0, ids.numel()) else []
             header = {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot]]}
-            reqs.append(Request(slot, header, [grouped[s:e]], [out[s:e]] if order is None and not whole else [],
-                                merge=(e - s) * row_bytes <= MERGE_BYTES))
-            spans.append((s, e))
-        return _PullPlan(h, out, order, grouped, spans, self._shm_spans(h, offsets), whole)
+            reqs.append(Request(slot, header, [asked], into, merge=asked.numel() * row_bytes <= MERGE_BYTES))
+            spans.append((s, e, asked.numel(), repeat))
+        self.remote_rows[h.name] = self.remote_rows.get(h.name, 0) + travelled
+        return _PullPlan(h, out, order, grouped, spans, self._shm_spans(h, offsets))
 
     def push(self, h: TensorHandle, ids: torch.Tensor, values: torch.Tensor, optimizer: dict | None = None) -> None:
         """Assign rows `ids` (done on return), or send them as gradients to the owners'
@@ -463,9 +465,8 @@ class _PullPlan:
     out: torch.Tensor
     order: torch.Tensor | None  # grouped position -> position in `out` (None: already grouped)
     grouped: torch.Tensor
-    spans: list[tuple[int, int]]
+    spans: list[tuple[int, int, int, torch.Tensor | None]]  # (start, end, rows asked, where each id's row is)
     spans_shm: list[tuple[int, int, int]]
-    whole: bool  # a single reply holds every row in order
 
     def copy_mapped(self) -> None:
         h, out = self.h, self.out
@@ -479,14 +480,14 @@ class _PullPlan:
     def finish(self, replies: list) -> torch.Tensor:
         """Scatter the replies into the result."""
         h, out = self.h, self.out
-        if not self.spans:
-            return out
-        if self.whole:
-            return _reply_rows(replies[0].arrays, out.shape[0], h)
-        for (s, e), rep in zip(self.spans, replies):
-            rows = _reply_rows(rep.arrays, e - s, h)
+        for (s, e, asked, repeat), rep in zip(self.spans, replies):
+            rows = _reply_rows(rep.arrays, asked, h)
+            if repeat is not None:
+                rows = rows[repeat]
             if self.order is not None:
                 out.index_copy_(0, self.order[s:e], rows)
+            elif (s, e) == (0, out.shape[0]):
+                return rows  # one reply holding every row in order is the result itself
             elif rows.data_ptr() != out[s:e].data_ptr():
                 out[s:e] = rows
         return out

@@ -40,28 +40,28 @@ class RowAdagrad:
     def start_step(self, ids: torch.Tensor, grads: torch.Tensor) -> Callable[[], None]:
         """Send the gradients of rows other machines hold now; returns the update of the rows
         in this process's memory, to run before they are read again (meanwhile the servers
-        work, and requests sent after this one see their update)."""
+        work, and requests sent after this one see their update). `ids` are sorted and
+        distinct, as `coalesce` returns them: each machine's rows are then one slice."""
         h, hs = self.table._handle, self.state._handle
         here = [m for m in h.shm if m in hs.shm]
         h.check_mapped(here)
         hs.check_mapped(here)
         grads = grads.to(torch.float32).contiguous()
-        if not ids.numel():
-            return partial(run_each, [])
-        lo, hi = (int(v) for v in torch.aminmax(ids))
-        for m in here:  # every row on one machine whose memory is here (always, standalone)
-            if h.bounds[m] <= lo and hi < h.bounds[m + 1]:
-                return partial(kernels.row_adagrad, h.shm[m], hs.shm[m], ids - h.bounds[m], grads, self.lr)
-        owner = torch.searchsorted(torch.tensor(h.bounds), ids, right=True) - 1
-        local, done = [], torch.zeros(ids.numel(), dtype=torch.bool)
-        for m in here:
-            mine = owner == m
-            if bool(mine.any()):
-                local.append(partial(kernels.row_adagrad, h.shm[m], hs.shm[m], ids[mine] - h.bounds[m], grads[mine],
+        if ids.numel() > 1 and not bool((ids[1:] > ids[:-1]).all()):
+            raise InputError("RowAdagrad.step takes sorted distinct ids: coalesce(ids, grads) first")
+        cuts = torch.searchsorted(ids, torch.tensor(h.bounds)).tolist()  # where each machine's rows start
+        local, remote = [], []
+        for m, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+            if a == b:
+                continue
+            if m in here:
+                local.append(partial(kernels.row_adagrad, h.shm[m], hs.shm[m], ids[a:b] - h.bounds[m], grads[a:b],
                                      self.lr))
-                done |= mine
-        if not bool(done.all()):
-            self.table.push_rows(ids[~done], grads[~done], self.spec())
+            else:
+                remote.append(slice(a, b))
+        if remote:
+            self.table.push_rows(torch.cat([ids[r] for r in remote]), torch.cat([grads[r] for r in remote]),
+                                 self.spec())
         return partial(run_each, local)
 
 
