@@ -10,10 +10,10 @@ negatives, -adv), all measured in one run on this machine:
   other machine per step; a short run);
 - DGL-KE 0.1.2 with the same flags, through `--peer_script` (../shared/peers/kge/run_dglke.sh)
   when given; otherwise its figures are printed as "recorded" and not scored;
-- the peak memory of each process of a distributed `--test` on a synthetic KG whose entity
-  table is large (1M entities x 200 floats = 800 MB), against the same job on a small one
-  (the constant): ranking where the rows live must keep every process under its machine's
-  share of the table plus that constant.
+- the peak memory (RSS, and its private part) of every process of a short distributed job
+  on a synthetic KG whose entity table is large (1M entities x 200 floats = 763 MiB), with
+  and without `--test`, against the same job on a small table: ranking where the rows live
+  adds at most a block of temporaries, and no process gathers the table.
 
 Prints `key: value` lines (throughput, test metrics, ratios, targets).
 
@@ -115,15 +115,22 @@ def main() -> int:
         report("dist_minus_single_mrr", metis["MRR"] - single["MRR"])
         report("target_dist_mrr_within_0.01", "met" if abs(metis["MRR"] - single["MRR"]) <= 0.01 else "missed")
 
-        small, large = eval_memory(work, 10_000), eval_memory(work, 1_000_000)
-        share = large["table_bytes"] / 2
-        report("eval_entity_table_MB", large["table_bytes"] / 2**20)
+        small, trained = eval_memory(work, 10_000), eval_memory(work, 1_000_000, test=False)
+        tested = eval_memory(work, 1_000_000)
+        share = tested["table_bytes"] / 2
+        report("eval_entity_table_MB", tested["table_bytes"] / 2**20)
+        report("eval_table_share_per_machine_MB", share / 2**20)
         report("eval_peak_rss_MB_small_table", small["peak_rss"] / 2**20)
-        report("eval_peak_rss_MB", large["peak_rss"] / 2**20)
-        report("eval_peak_private_MB", large["peak_private"] / 2**20)
-        growth = large["peak_rss"] - small["peak_rss"]
-        report("eval_peak_growth_over_table_share", growth / share)
-        report("target_eval_peak_le_table_share_plus_constant", "met" if growth <= 1.1 * share else "missed")
+        report("eval_peak_rss_MB_without_test", trained["peak_rss"] / 2**20)
+        report("eval_peak_rss_MB", tested["peak_rss"] / 2**20)
+        added = tested["peak_rss"] - trained["peak_rss"]
+        private = tested["peak_private"] - small["peak_private"]
+        report("eval_added_by_test_MB", added / 2**20)
+        report("eval_private_growth_over_small_table_MB", private / 2**20)
+        # the table lives in shared memory, a machine's share in its processes; ranking adds at
+        # most a block of temporaries, and no process holds a private copy of even its share
+        met = added <= 64 * 2**20 and private <= 0.5 * share
+        report("target_eval_peak_le_table_share_plus_constant", "met" if met else "missed")
 
         if args.peer_script:
             t0 = time.perf_counter()
@@ -143,7 +150,7 @@ def main() -> int:
     return 0
 
 
-def eval_memory(work: Path, entities: int) -> dict[str, float]:
+def eval_memory(work: Path, entities: int, test: bool = True) -> dict[str, float]:
     """Peak RSS (and its private part) of the processes of a short 2-machine job with --test
     on a synthetic KG of `entities` entities, sampled every 0.1 s; the entity table's bytes."""
     import numpy as np
@@ -157,13 +164,13 @@ def eval_memory(work: Path, entities: int) -> dict[str, float]:
         h = heads if name == "train.txt" else gen.integers(0, entities, n)
         rows = np.stack([h, gen.integers(0, 10, n), gen.integers(0, entities, n)], 1)
         (data / name).write_text("".join(f"e{a}\tr{b}\te{c}\n" for a, b, c in rows.tolist()))
-    spec = ["--dataset", data.name, "--data_path", str(work), "--format", "raw_udd_hrt",
+    spec = ["--dataset", data.name, "--data_path", str(data), "--format", "raw_udd_hrt",
             "--data_files", "train.txt", "valid.txt", "test.txt"]
     cli(["kge", "partition", *spec, "-k", "2", "--part_method", "random"], work)
     (work / "ip_config.txt").write_text("".join(f"127.0.0.1 {p} 1\n" for p in free_ports(2)))
     job = subprocess.Popen([sys.executable, "-m", "distgraph.cli.main", "kge", "dist-train", *spec, *FLAGS,
                             "--max_step", "20", "--path", str(work), "--ip_config", str(work / "ip_config.txt"),
-                            "--num_client_proc", "1", "--no_save_emb", "--test"], cwd=work,
+                            "--num_client_proc", "1", "--no_save_emb", *(["--test"] if test else [])], cwd=work,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak: dict[int, tuple[str, int, int]] = {}
     root = psutil.Process(job.pid)
@@ -181,7 +188,7 @@ def eval_memory(work: Path, entities: int) -> dict[str, float]:
             peak[p.pid] = (name, max(old[1], mem.rss), max(old[2], mem.rss - mem.shared))
         time.sleep(0.1)
     out = job.stdout.read()
-    if job.wait() != 0 or "Test average MRR" not in out:
+    if job.wait() != 0 or (test and "Test average MRR" not in out):
         raise SystemExit(f"the evaluation memory job failed:\n{out[-3000:]}")
     return {"table_bytes": entities * 200 * 4, "peak_rss": max(v[1] for v in peak.values()),
             "peak_private": max(v[2] for v in peak.values())}

@@ -16,7 +16,10 @@ import torch
 
 from ..errors import InputError
 
-_CHUNK_ELEMENTS = 1 << 22
+# Elements generated at once: each step of the stream makes float64/uint64 temporaries of
+# this many elements (8 MB each at 1M), which a server keeps as free heap afterwards; 4M
+# left ~200 MB in every server that created a large table, 1M fills as fast.
+_CHUNK_ELEMENTS = 1 << 20
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _PARAMS = {"zeros": (), "constant": ("value",), "uniform": ("low", "high", "seed"), "normal": ("mean", "std", "seed")}
 
