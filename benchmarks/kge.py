@@ -53,9 +53,11 @@ def cli(args: list[str], cwd: Path) -> str:
 
 def figures(out: str) -> dict[str, float]:
     got = {}
-    m = re.search(r"training takes ([\d.]+) seconds \(([\d,]+) positive triples/s\)", out)
+    m = re.search(r"training takes ([\d.]+) seconds(?: \(([\d,]+) positive triples/s\))?", out)  # DGL-KE: no rate
     if m:
-        got["train_seconds"], got["triples_per_s"] = float(m.group(1)), float(m.group(2).replace(",", ""))
+        got["train_seconds"] = float(m.group(1))
+        if m.group(2):
+            got["triples_per_s"] = float(m.group(2).replace(",", ""))
     m = re.search(r"testing takes ([\d.]+) seconds", out)
     if m:
         got["test_seconds"] = float(m.group(1))

@@ -135,7 +135,7 @@ class KVClient:
 
     def goodbye(self) -> None:
         with self._guard():
-            self._settle()
+            self.flush()
             self.channel.call([Request(p, {"op": "goodbye"}) for p in range(len(self.channel.peers))])
 
     def barrier(self, parties: int, timeout: float, value=None) -> list:
@@ -143,7 +143,7 @@ class KVClient:
         the `value` each of them brought (plain data: None, numbers, strings, lists, maps), in
         the order they arrived."""
         with self._guard():
-            self._settle()
+            self.flush()
             (reply,) = self.channel.call([Request(0, {"op": "barrier", "parties": parties, "value": value})], timeout)
             values = reply.header.get("values")
             if not isinstance(values, list) or len(values) != parties:
@@ -152,7 +152,7 @@ class KVClient:
 
     def shutdown_servers(self) -> None:
         with self._guard():
-            self._settle()
+            self.flush()
             self.channel.call([Request(p, {"op": "shutdown"}) for p in range(len(self.channel.peers))])
 
     # ----------------------------------------------------------- definitions
@@ -185,7 +185,7 @@ class KVClient:
         once per machine that lacks the tensor (DGL's convention: `shape` is that machine's
         rows). Returns the handle and whether this call created the tensor anywhere."""
         with self._guard():
-            self._settle()
+            self.flush()
             bounds = self.resolve_policy(policy)
             if not shape or shape[0] != bounds[-1]:
                 raise InputError(f"tensor {name!r}: policy {policy!r} has {bounds[-1]} rows, shape is {list(shape)}")
@@ -207,7 +207,7 @@ class KVClient:
     def lookup(self, name: str) -> TensorHandle | None:
         """The handle of an existing tensor, or None if it does not exist."""
         with self._guard():
-            self._settle()
+            self.flush()
             found = self._leaders_call([{"op": "lookup", "name": name}] * self.num_machines)
             if not any(f["found"] for f in found):
                 return None
@@ -220,7 +220,7 @@ class KVClient:
     def list(self) -> list[dict]:
         """Name, shape, dtype and policy of every tensor of this machine's store."""
         with self._guard():
-            self._settle()
+            self.flush()
             (reply,) = self.channel.call([Request(self.leaders[self.machine_id], {"op": "list"})])
             return reply.header["tensors"]
 
@@ -394,9 +394,10 @@ class KVClient:
         while len(self._pushes) > PUSHES_IN_FLIGHT:
             self.channel.wait(self._pushes.pop(0))
 
-    def _settle(self) -> None:
-        """Wait for the replies of gradient pushes still in flight (raising their errors), and
-        run deferred deletes: before anything that must see every update of this process."""
+    def flush(self) -> None:
+        """Send the gradient pushes waiting in the outbox and wait until every push of this
+        process is applied (raising their errors); run deferred deletes. Done before anything
+        that must see every update of this process (barriers, checkpoints, ranking, ...)."""
         self._send_outbox()
         while self._pushes:
             self.channel.wait(self._pushes.pop(0))
@@ -407,7 +408,7 @@ class KVClient:
         (machine, reply header) of each, machine-major. For checkpoints, which every server
         writes and reads its own slice of."""
         with self._guard():
-            self._settle()
+            self.flush()
             reqs = [Request(slot, {**header(m), "name": h.name, "uid": h.uids[m]})
                     for slot, m in enumerate(self.slot_machine)]
             replies = self.channel.call(reqs, self.slow_timeout)
@@ -422,7 +423,7 @@ class KVClient:
         """Send each (machine, header, arrays) to one of that machine's servers (spread over
         them in turn), run `local()` while the replies are on their way, then gather them."""
         with self._guard():
-            self._settle()
+            self.flush()
             reqs = []
             for machine, header, arrays in requests:
                 self._turn += 1
