@@ -28,11 +28,6 @@ CLOSE_LINGER_MS = 2000  # how long a closing server keeps trying to deliver its 
 # zmq gives a received frame this big a buffer of its own; smaller ones share one receive
 # buffer (and may sit misaligned in it), so replies below this size are copied out
 OWN_BUFFER_BYTES = 64 << 10
-# Frames below this size are copied when sent. A zero-copy frame is released by pyzmq's
-# garbage-collector thread, which must take the GIL: with a busy main thread on a loaded
-# machine that hand-over cost about 1 ms per send (KGE steps pushing ~200 KB of gradients),
-# far more than copying the bytes.
-COPY_BELOW_BYTES = 4 << 20
 
 
 class PeerError(DistGraphError):
@@ -94,7 +89,6 @@ class ServerSocket:
     def __init__(self, endpoint: str, send_timeout: float, credentials: Credentials, label: str):
         self.authenticator = Authenticator(zmq.Context.instance(), credentials, label)
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
-        self.socket.copy_threshold = COPY_BELOW_BYTES
         credentials.server(self.socket)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.SNDTIMEO, int(send_timeout * 1000))
@@ -137,7 +131,6 @@ class _Conn:
     def __init__(self, peer: PeerAddress, timeout: float, credentials: Credentials):
         self.peer = peer
         self.socket = zmq.Context.instance().socket(zmq.DEALER)
-        self.socket.copy_threshold = COPY_BELOW_BYTES
         credentials.client(self.socket)
         for opt, value in ((zmq.LINGER, 0), (zmq.SNDTIMEO, int(timeout * 1000)),
                            (zmq.HEARTBEAT_IVL, HEARTBEAT_MS), (zmq.HEARTBEAT_TIMEOUT, int(timeout * 1000))):
