@@ -22,7 +22,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[1]
-DGL_10_STEPS_SECONDS = (1.8, 2.0)  # DGL 2.1.0 on this machine, from the issue
+# DGL 2.1.0's warm 10 steps on this machine kind, idle, by issue 17 (not measured in this run:
+# printed as recorded, no target scored)
+DGL_10_STEPS_SECONDS_RECORDED = "0.74-0.82"
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -105,8 +107,8 @@ def main() -> None:
         worst = max(r["seconds"] for r in rows)
         per_trainer = " ".join(f"{r['seconds']:.2f}" for r in rows)
         print(f"epoch_{args.steps}_steps_seconds_per_trainer: {per_trainer}")
-        print(f"ratio_vs_dgl_2.1.0: {worst / DGL_10_STEPS_SECONDS[0]:.2f}-{worst / DGL_10_STEPS_SECONDS[1]:.2f} "
-              f"(slowest trainer; target <= 0.7)")
+        print(f"slowest_trainer_{args.steps}_steps_seconds: {worst:.2f}")
+        print(f"dgl_2.1.0_10_steps_seconds_recorded: {DGL_10_STEPS_SECONDS_RECORDED}")
         remote = {}
         for method in ("metis", "random"):
             rows = launch(tmp / method / "bench.json", 2, 1, "--count_remote", tmp)
