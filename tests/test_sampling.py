@@ -27,7 +27,7 @@ def star():
     return Graph(src, dst, 22)
 
 
-def test_sampled_edges_exist_and_never_repeat(sbm):
+def test_sampled_edges_exist_and_never_repeat(sbm, kernel_path):
     gen = torch.Generator().manual_seed(0)
     seeds = torch.randperm(sbm.num_nodes(), generator=gen)[:500]
     e = sample_graph(sbm, seeds, 5, generator=gen)
@@ -46,7 +46,21 @@ def test_fanout_minus_one_takes_every_in_edge(sbm):
     assert torch.equal(e.eids.sort().values, expected)
 
 
-def test_uniform_without_replacement(star):
+@pytest.fixture(params=["native", "torch"])
+def kernel_path(request, monkeypatch):
+    """Uniform sampling without replacement runs in C when the kernels are built, in torch
+    otherwise: both must behave the same."""
+    import distgraph.sampling.kernel as kernel
+
+    if request.param == "native":
+        if kernel.kernels() is None:
+            pytest.skip("the C kernels are not built")
+    else:
+        monkeypatch.setattr(kernel, "kernels", lambda: None)
+    return request.param
+
+
+def test_uniform_without_replacement(star, kernel_path):
     gen = torch.Generator().manual_seed(1)
     e = sample_graph(star, torch.zeros(20000, dtype=torch.int64), 5, generator=gen)
     counts = torch.bincount(e.src, minlength=21)[1:]
@@ -199,3 +213,12 @@ def test_weighted_draws_with_replacement_never_take_zero_weight_edges_whatever_t
     _, slots = sample_csc(indptr, torch.tensor([0, 1]), 10000, replace=True,
                           prob=torch.tensor([1e12, 1e-3, 0.0]))
     assert int((slots == 2).sum()) == 0 and int((slots == 1).sum()) == 10000
+
+
+def test_native_sampling_follows_the_generator_and_refuses_bad_rows(sbm, kernel_path):
+    seeds = torch.randperm(sbm.num_nodes(), generator=torch.Generator().manual_seed(3))[:400]
+    runs = [sample_graph(sbm, seeds, 4, generator=torch.Generator().manual_seed(s)) for s in (7, 7, 8)]
+    assert torch.equal(runs[0].eids, runs[1].eids) and not torch.equal(runs[0].eids, runs[2].eids)
+    indptr = torch.tensor([0, 5, 9])
+    with pytest.raises((IndexError, RuntimeError)):
+        sample_csc(indptr, torch.tensor([0, 2]), 3)  # row 2 does not exist: refused, never read

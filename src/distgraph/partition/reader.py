@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,27 @@ class Partition:
     def in_degree(self) -> torch.Tensor:
         """In-degree of each owned node (all its in-edges are stored here)."""
         return self.indptr[1:self.num_inner_nodes + 1] - self.indptr[:self.num_inner_nodes]
+
+    @cached_property
+    def eid_start(self) -> int | None:
+        """`eids` is the range eid_start, eid_start + 1, ... (the writer's layout: a stored
+        edge's id is its CSC slot plus this), or None; lets sampling add instead of gather."""
+        return _range_start(self.eids)
+
+    @cached_property
+    def nid_start(self) -> int | None:
+        """`global_nid` is a range from nid_start (no halo nodes, e.g. one partition), or None."""
+        return _range_start(self.global_nid)
+
+
+def _range_start(ids: torch.Tensor) -> int | None:
+    """The first value of `ids` if they are consecutive increasing integers, else None."""
+    if not ids.numel():
+        return None
+    first = int(ids[0])
+    if int(ids[-1]) - first != ids.numel() - 1 or not bool((ids[1:] - ids[:-1] == 1).all()):
+        return None
+    return first
 
 
 

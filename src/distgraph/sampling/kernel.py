@@ -1,6 +1,8 @@
 """Vectorised neighbour sampling on one CSC (a partition's, or a whole graph's).
 
-No Python loop per node: without replacement, seeds with more in-edges than `fanout` run
+Uniform sampling without replacement runs in one pass of C when the package's kernels are
+built (`native/sampling.c`). Otherwise, and for the other cases, no Python loop per node:
+without replacement, seeds with more in-edges than `fanout` run
 Robert Floyd's algorithm side by side (fanout steps, each vectorised over those seeds),
 which costs O(fanout^2) per seed whatever its degree and gives a uniform subset; with
 replacement, draws are uniform offsets into each seed's range. With edge probabilities,
@@ -12,6 +14,12 @@ cumulative weights.
 from __future__ import annotations
 
 import torch
+
+from ..native import kernels
+
+# Floyd's algorithm checks each draw against the seed's earlier ones: O(fanout^2) per seed,
+# fine in C up to this fanout (DGL's [10, 25] and the like); larger ones use the torch path.
+NATIVE_MAX_FANOUT = 256
 
 
 def _segments(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -50,7 +58,31 @@ def sample_csc(
         return seg, slots
     if replace:
         return _with_replacement(start, deg, fanout, prob, generator)
+    if prob is None and fanout <= NATIVE_MAX_FANOUT:
+        native = _native_uniform(indptr, seeds, deg, fanout, generator)
+        if native is not None:
+            return native
     return _without_replacement(start, deg, fanout, prob, generator)
+
+
+def _native_uniform(indptr: torch.Tensor, seeds: torch.Tensor, deg: torch.Tensor, fanout: int,
+                    generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Uniform sampling without replacement in one pass of C (`native/sampling.c`), keyed by
+    one draw from `generator`; None when the kernels are not built (the torch path runs)."""
+    lib = kernels()
+    if lib is None or indptr.dtype != torch.int64 or not indptr.is_contiguous():
+        return None
+    seeds = seeds.contiguous()
+    if seeds.numel() and not (0 <= int(seeds.min()) and int(seeds.max()) < indptr.numel() - 1):
+        raise IndexError(f"seeds must be rows of the CSC, in [0, {indptr.numel() - 1})")  # C reads unchecked
+    total = int(torch.clamp(deg, max=fanout).sum())
+    seg, slots = torch.empty(total, dtype=torch.int64), torch.empty(total, dtype=torch.int64)
+    key = int(torch.randint(0, 1 << 62, (1,), generator=generator))
+    got = lib.sample_uniform(seeds.numel(), indptr.data_ptr(), seeds.data_ptr(), fanout, key, seg.data_ptr(),
+                             slots.data_ptr())
+    if got != total:
+        raise RuntimeError(f"sample_uniform wrote {got} edges, expected {total}")
+    return seg, slots
 
 
 def _without_replacement(start, deg, fanout, prob, generator):

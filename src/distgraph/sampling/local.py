@@ -56,4 +56,7 @@ def sample_partition(part: Partition, seeds, fanout: int, replace: bool = False,
         elo, _ = part.book.edge_range(part.part_id, None)
         slot_prob = prob[part.eids - elo]
     seg, slots = sample_csc(part.indptr, seeds - lo, fanout, replace, slot_prob, generator)
-    return SampledEdges(part.global_nid[part.indices[slots]], seeds[seg], part.eids[slots])
+    src = part.indices[slots]
+    src = src + part.nid_start if part.nid_start is not None else part.global_nid[src]
+    eids = slots + part.eid_start if part.eid_start is not None else part.eids[slots]
+    return SampledEdges(src, seeds[seg], eids)

@@ -1,0 +1,48 @@
+/* Uniform neighbour sampling without replacement on a CSC, one pass over the seeds: every
+ * slot of a seed with at most k in-edges, else k distinct slots by Robert Floyd's algorithm
+ * (k draws whatever the degree). Each seed draws from its own splitmix64 stream keyed by
+ * (key, seed position), so the result depends on the key alone. */
+#include <stdint.h>
+
+static inline uint64_t splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [0, n): the high half of a 64 x 64-bit product (bias below 2^-40 for n < 2^24) */
+static inline int64_t below(uint64_t *state, int64_t n) {
+    return (int64_t)(((unsigned __int128)splitmix64(state) * (uint64_t)n) >> 64);
+}
+
+/* (out_seg[m], out_slot[m]): seed position and CSC slot of every sampled edge, grouped by
+ * seed in seed order; the arrays hold sum(min(degree, k)) entries. Returns that count. */
+int64_t sample_uniform(int64_t n, const int64_t *indptr, const int64_t *seeds, int64_t k, uint64_t key,
+                       int64_t *out_seg, int64_t *out_slot) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t start = indptr[seeds[i]], deg = indptr[seeds[i] + 1] - start;
+        if (deg <= k) {
+            for (int64_t j = 0; j < deg; j++) {
+                out_seg[m] = i;
+                out_slot[m++] = start + j;
+            }
+            continue;
+        }
+        uint64_t state = key ^ ((uint64_t)i * 0xD1B54A32D192ED03ULL);
+        int64_t first = m;
+        for (int64_t j = deg - k; j < deg; j++) {
+            int64_t t = start + below(&state, j + 1), taken = 0;
+            for (int64_t q = first; q < m; q++) {
+                if (out_slot[q] == t) {
+                    taken = 1;
+                    break;
+                }
+            }
+            out_seg[m] = i;
+            out_slot[m++] = taken ? start + j : t;
+        }
+    }
+    return m;
+}
