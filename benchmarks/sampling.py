@@ -71,6 +71,16 @@ def ours(npz: Path, work: Path, fan_out: str, batch_size: int, batches: int) -> 
         dg.exit_client()
 
 
+def neutral_npz(npz: Path, out: Path) -> Path:
+    """The same graph with bare array names (`feat`, not `ndata/feat`), as the peer reads it;
+    our loader reads both (node data is recognised by its row count)."""
+    import numpy as np
+
+    with np.load(npz) as d:
+        np.savez(out, **{k.removeprefix("ndata/"): d[k] for k in d.files})
+    return out
+
+
 def dgl(python: str, npz: Path, work: Path, threads: int, seconds: float) -> float:
     """DGL's [10, 25] DistNodeDataLoader seeds/s (median of its windows), sampling only."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PEER_DIR": str(work / "dgl")}
@@ -105,12 +115,13 @@ def main() -> None:
         npz = Path(args.input) if args.input else work / "g.npz"
         if not args.input:
             dg.save_npz(dg.generate_sbm(200_000, 4_000_000, feat_dim=100, seed=0), npz)
+        peer_npz = neutral_npz(npz, work / "peer.npz") if args.peer_python else npz
         mine, theirs = [], []
         for _ in range(args.rounds if args.peer_python else 1):
             rate, info = ours(npz, work, args.fan_out, args.batch_size, args.batches)
             mine.append(rate)
             if args.peer_python:
-                theirs.append(dgl(args.peer_python, npz, work, args.threads, args.peer_seconds))
+                theirs.append(dgl(args.peer_python, peer_npz, work, args.threads, args.peer_seconds))
         report("graph", f"{info['nodes']} nodes, {info['edges']} edges; fanouts {args.fan_out}; "
                         f"batch {args.batch_size}")
         report("seeds_per_second_runs", " ".join(f"{r:,.0f}" for r in mine))

@@ -48,15 +48,17 @@ def test_fanout_minus_one_takes_every_in_edge(sbm):
 
 @pytest.fixture(params=["native", "torch"])
 def kernel_path(request, monkeypatch):
-    """Uniform sampling without replacement runs in C when the kernels are built, in torch
-    otherwise: both must behave the same."""
+    """Uniform sampling without replacement and block relabelling run in C when the kernels
+    are built, in torch otherwise: both must behave the same."""
+    import distgraph.dataloading.block as block
     import distgraph.sampling.kernel as kernel
 
     if request.param == "native":
         if kernel.kernels() is None:
             pytest.skip("the C kernels are not built")
     else:
-        monkeypatch.setattr(kernel, "kernels", lambda: None)
+        for module in (kernel, block):
+            monkeypatch.setattr(module, "kernels", lambda: None)
     return request.param
 
 
@@ -122,10 +124,27 @@ def test_blocks_put_destinations_first_and_index_real_edges(sbm):
     assert int(blocks[1].in_degrees().max()) <= 3
 
 
-def test_to_block_with_duplicate_sources():
+def test_to_block_with_duplicate_sources(kernel_path):
+    """New sources follow the destinations in order of first appearance, as in DGL."""
     b = to_block(torch.tensor([7, 3]), torch.tensor([3, 9, 9, 1]), torch.tensor([0, 0, 1, 1]), torch.arange(4))
-    assert b.src_nodes.tolist() == [7, 3, 1, 9]
-    assert b.edge_index.tolist() == [[1, 3, 3, 2], [0, 0, 1, 1]]
+    assert b.src_nodes.tolist() == [7, 3, 9, 1]
+    assert b.edge_index.tolist() == [[1, 2, 2, 3], [0, 0, 1, 1]]
+    with pytest.raises(InputError, match="distinct"):
+        to_block(torch.tensor([7, 7]), torch.tensor([3]), torch.tensor([0]), torch.arange(1))
+
+
+def test_to_block_native_and_torch_agree_on_large_blocks(monkeypatch):
+    import distgraph.dataloading.block as block
+
+    gen = torch.Generator().manual_seed(4)
+    dst = torch.randperm(1_000_000, generator=gen)[:5000]
+    src = torch.randint(0, 1_000_000, (200_000,), generator=gen)
+    row = torch.randint(0, 5000, (200_000,), generator=gen).sort().values
+    a = to_block(dst, src, row, torch.arange(200_000))
+    monkeypatch.setattr(block, "kernels", lambda: None)
+    b = to_block(dst, src, row, torch.arange(200_000))
+    assert torch.equal(a.src_nodes, b.src_nodes) and torch.equal(a.edge_index, b.edge_index)
+    assert torch.equal(a.src_nodes[a.edge_index[0]], src)
 
 
 def test_sage_conv_mean_aggregation():

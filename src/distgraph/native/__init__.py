@@ -18,6 +18,7 @@ _SIGNATURES = {  # name: (restype, argtypes), as in the .c files
     "sym_rows": (_i64, [_i64, _i64, _ptr, _int, _int, _i64, _ptr, _ptr]),
     "gather_segments": (_i64, [_i64, _ptr, _ptr, _ptr, _int, _ptr]),  # segments.c
     "sample_uniform": (_i64, [_i64, _ptr, _ptr, _i64, ctypes.c_uint64, _ptr, _ptr]),  # sampling.c
+    "relabel": (_i64, [_i64, _ptr, _i64, _ptr, _i64, ctypes.c_uint64, _ptr, _ptr, _ptr]),  # sampling.c
 }
 
 

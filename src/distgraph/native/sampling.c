@@ -46,3 +46,34 @@ int64_t sample_uniform(int64_t n, const int64_t *indptr, const int64_t *seeds, i
     }
     return m;
 }
+
+/* Local ids for a block: the distinct ids of dst (0..nd-1 in order) then of src not in dst
+ * (nd, nd+1, ... in order of first appearance). `table` holds `cap` slots (a power of two
+ * above twice the ids) of two words, a tag and a local id; a slot is taken in this call when
+ * its tag is (id + 1) | (epoch << 40) for the call's `epoch`, so the table never needs
+ * clearing between calls (ids must be below 2^40 - 1). out_nodes receives the distinct ids,
+ * out_src the local id of each src id. Returns the number of distinct ids; -1 if the table
+ * was too small, -2 if dst repeats an id. */
+int64_t relabel(int64_t nd, const int64_t *dst, int64_t ns, const int64_t *src, int64_t cap, uint64_t epoch,
+                int64_t *table, int64_t *out_nodes, int64_t *out_src) {
+    uint64_t mask = (uint64_t)cap - 1, stamp = epoch << 40;
+    int64_t n = 0;
+    for (int64_t i = 0; i < nd + ns; i++) {
+        int64_t id = i < nd ? dst[i] : src[i - nd];
+        uint64_t tag = ((uint64_t)id + 1) | stamp, h = (((uint64_t)id + 1) * 0x9E3779B97F4A7C15ULL) & mask;
+        int64_t probes = 0;
+        while ((uint64_t)table[2 * h] >> 40 == epoch && (uint64_t)table[2 * h] != tag) {
+            h = (h + 1) & mask;
+            if (++probes > cap) return -1;
+        }
+        if ((uint64_t)table[2 * h] == tag) {
+            if (i < nd) return -2; /* a repeated destination */
+        } else {
+            table[2 * h] = (int64_t)tag;
+            table[2 * h + 1] = n;
+            out_nodes[n++] = id;
+        }
+        if (i >= nd) out_src[i - nd] = table[2 * h + 1];
+    }
+    return n;
+}
