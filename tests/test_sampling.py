@@ -37,6 +37,7 @@ def test_sampled_edges_exist_and_never_repeat(sbm, kernel_path):
     assert key.unique().numel() == key.numel()  # no edge twice for a seed
     per_seed = torch.bincount(e.dst, minlength=sbm.num_nodes())[seeds]
     assert torch.equal(per_seed, torch.clamp(sbm.in_degrees()[seeds], max=5))
+    assert torch.equal(seeds[e.seed_pos], e.dst)
 
 
 def test_fanout_minus_one_takes_every_in_edge(sbm):

@@ -58,6 +58,9 @@ def test_sampling_spans_machines_and_returns_real_edges(g, graph, parts):
     assert torch.equal(per_seed, torch.clamp(g.in_degrees(seeds), max=4))
     key = e.dst * g.num_edges() + e.eids
     assert key.unique().numel() == key.numel()
+    mixed = seeds[torch.randperm(100, generator=torch.Generator().manual_seed(0))]  # machines interleaved
+    e = sample_neighbors(g, mixed, 4)
+    assert torch.equal(mixed[e.seed_pos], e.dst)  # each edge knows its seed's position, whichever machine drew it
     assert sample_neighbors(g, seeds, -1).eids.numel() == int(g.in_degrees(seeds).sum())
     assert sample_neighbors(g, seeds, 3, replace=True).eids.numel() == 3 * int((g.in_degrees(seeds) > 0).sum())
 

@@ -82,7 +82,7 @@ class EdgeCollator(NodeCollator):
             drop = torch.isin(e.eids, eids)
             if pairs is not None:
                 drop |= torch.isin(e.src * n + e.dst, pairs)
-            return SampledEdges(e.src[~drop], e.dst[~drop], e.eids[~drop])
+            return e.select(~drop)
 
         return hop
 

@@ -31,7 +31,7 @@ class MultiLayerNeighborSampler:
         blocks: list[Block] = []
         for fanout in reversed(self.fanouts):
             edges = sample_fn(dst, fanout)
-            row = _rows_in(dst, edges.dst)
+            row = edges.seed_pos if edges.seed_pos is not None else _rows_in(dst, edges.dst)
             block = to_block(dst, edges.src, row, edges.eids)
             blocks.insert(0, block)
             dst = block.src_nodes

@@ -198,12 +198,15 @@ class DistGraph:
         weights = edge_weights(self._ctx.client.local_store, self.local_partition, prob)
         local, replies = self._ctx.client.overlap(
             requests, lambda: sample_partition(self.local_partition, seeds[mine], fanout, replace, weights, generator))
-        parts = [local]
-        for (machine, _, _), rep in zip(requests, replies):
-            if len(rep.arrays) != 3 or any(a.dtype != torch.int64 or a.dim() != 1 for a in rep.arrays) \
-                    or len({a.numel() for a in rep.arrays}) != 1:
+        parts = [SampledEdges(local.src, local.dst, local.eids, torch.nonzero(mine).flatten()[local.seed_pos])]
+        for (machine, _, asked), rep in zip(requests, replies):
+            if len(rep.arrays) != 4 or any(a.dtype != torch.int64 or a.dim() != 1 for a in rep.arrays) \
+                    or len({a.numel() for a in rep.arrays}) != 1 or \
+                    (rep.arrays[3].numel() and not 0 <= int(rep.arrays[3].min()) <= int(rep.arrays[3].max()) <
+                     asked[0].numel()):
                 raise DistGraphError(f"machine {machine} answered a sampling request with malformed arrays")
-            parts.append(SampledEdges(*rep.arrays))
+            src, dst, eids, pos = rep.arrays
+            parts.append(SampledEdges(src, dst, eids, torch.nonzero(owner == machine).flatten()[pos]))
         return SampledEdges.cat(parts)
 
     def __repr__(self) -> str:

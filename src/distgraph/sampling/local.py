@@ -14,15 +14,26 @@ from .kernel import sample_csc
 
 @dataclass
 class SampledEdges:
-    """Sampled edges in global ids: `src[i] -> dst[i]` is edge `eids[i]`."""
+    """Sampled edges in global ids: `src[i] -> dst[i]` is edge `eids[i]`; `seed_pos[i]` is the
+    position, in the seeds asked for, of the seed the edge was drawn for (None if unknown),
+    so that building a block needs no search for each edge's destination."""
 
     src: torch.Tensor
     dst: torch.Tensor
     eids: torch.Tensor
+    seed_pos: torch.Tensor | None = None
 
     @staticmethod
     def cat(parts: list["SampledEdges"]) -> "SampledEdges":
-        return SampledEdges(*(torch.cat([getattr(p, k) for p in parts]) for k in ("src", "dst", "eids")))
+        """The edges of all parts; positions are kept only if every part has them (and they
+        must already refer to the same seeds)."""
+        pos = None if any(p.seed_pos is None for p in parts) else torch.cat([p.seed_pos for p in parts])
+        return SampledEdges(*(torch.cat([getattr(p, k) for p in parts]) for k in ("src", "dst", "eids")), pos)
+
+    def select(self, keep: torch.Tensor) -> "SampledEdges":
+        """The edges where `keep` is true."""
+        return SampledEdges(self.src[keep], self.dst[keep], self.eids[keep],
+                            None if self.seed_pos is None else self.seed_pos[keep])
 
 
 def sample_graph(g: Graph, seeds, fanout: int, edge_dir: str = "in", replace: bool = False,
@@ -38,7 +49,7 @@ def sample_graph(g: Graph, seeds, fanout: int, edge_dir: str = "in", replace: bo
     seg, slots = sample_csc(indptr, seeds, fanout, replace, slot_prob, generator)
     ends = (other[slots], seeds[seg])
     src, dst = ends if edge_dir == "in" else ends[::-1]
-    return SampledEdges(src, dst, eids[slots])
+    return SampledEdges(src, dst, eids[slots], seg)
 
 
 def sample_partition(part: Partition, seeds, fanout: int, replace: bool = False,
@@ -59,4 +70,4 @@ def sample_partition(part: Partition, seeds, fanout: int, replace: bool = False,
     src = part.indices[slots]
     src = src + part.nid_start if part.nid_start is not None else part.global_nid[src]
     eids = slots + part.eid_start if part.eid_start is not None else part.eids[slots]
-    return SampledEdges(src, seeds[seg], eids)
+    return SampledEdges(src, seeds[seg], eids, seg)
