@@ -4,6 +4,8 @@
    fanouts [10, 25]; time of 10 steps per trainer (after one warm-up step).
 2. Remote feature rows: 2 machines on loopback, 1 trainer each, one epoch; input-node
    feature rows owned by the other machine, METIS against random partitions.
+3. Distributed sampling: seeds/s of each trainer's loader (sampling only, 50 batches) on 2
+   machines (METIS, 1 trainer + 1 server each), against the standalone loader in one process.
 
     python benchmarks/train_graphsage.py [--input g.npz]
 Prints `key: value` lines. The trainer side is this same file with --worker.
@@ -47,6 +49,22 @@ def worker(args: argparse.Namespace) -> None:
     loader = dg.DistNodeDataLoader(g, train, sampler, batch_size=1000, shuffle=True, drop_last=True)
     model = torch.nn.parallel.DistributedDataParallel(dg.nn.GraphSAGE(g.ndata["feat"].shape[1], 64, 8, 2))
     opt = torch.optim.Adam(model.parameters(), lr=0.003)
+    if args.sample_only:  # seeds/s of the loader alone (sampling, no features, no training)
+        it, seeds = iter(loader), 0
+        next(it)
+        start = time.perf_counter()
+        for _ in range(args.steps):
+            try:
+                _, outputs, _ = next(it)
+            except StopIteration:
+                it = iter(loader)
+                _, outputs, _ = next(it)
+            seeds += outputs.numel()
+        seconds = time.perf_counter() - start
+        print(f"RESULT rank={tdist.get_rank()} seeds={seeds} seconds={seconds:.3f}", flush=True)
+        dg.barrier()
+        tdist.destroy_process_group()
+        return
     remote = total = steps = 0
     start = None
     for inputs, outputs, blocks in loader:
@@ -91,6 +109,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--count_remote", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--sample_only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(args)
@@ -117,6 +136,23 @@ def main() -> None:
             print(f"{method}_remote_feature_rows_per_epoch: {remote[method]:,.0f} of {total:,.0f} input rows "
                   f"({remote[method] / total:.1%})")
         print(f"metis_over_random_remote_rows: {remote['metis'] / remote['random']:.3f} (target <= 0.5)")
+        # distributed sampling (2 machines, 1 trainer each, METIS) against standalone, same graph
+        sys.path.insert(0, str(HERE.parent))
+        from sampling import ours
+
+        npz = tmp / "g.npz"
+        dg.save_npz(g, npz)
+        alone, _ = ours(npz, tmp / "standalone", "10,25", 1000, 50)
+        rows = launch(tmp / "metis" / "bench.json", 2, 1, "--sample_only --steps 50", tmp)
+        per_trainer = [r["seeds"] / r["seconds"] for r in rows]
+        print(f"standalone_sampling_seeds_per_s: {alone:,.0f}")
+        print(f"distributed_sampling_seeds_per_s_per_trainer: {' '.join(f'{r:,.0f}' for r in per_trainer)} "
+              f"(2 machines x 1 trainer + 1 server each, on this host's 2 cores)")
+        print(f"distributed_sampling_seeds_per_s_total: {sum(per_trainer):,.0f}")
+        ratio = min(per_trainer) / alone
+        print(f"distributed_per_trainer_over_standalone: {ratio:.2f} (target >= 0.8: "
+              f"{'met' if ratio >= 0.8 else 'missed'})")
+        print(f"distributed_total_over_standalone: {sum(per_trainer) / alone:.2f}")
 
 
 if __name__ == "__main__":

@@ -71,3 +71,12 @@ def test_more_parts_than_nodes_from_the_command_line(tmp_path):
                            "--graph_name", "g", "--num_parts", "5", "--out", str(tmp_path / "o")],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "cannot split 3 nodes into 5 parts" in proc.stderr
+
+
+def test_subpackages_are_attributes_of_the_package():
+    """The package imports lazily, yet `distgraph.partition.x` works as after an eager import."""
+    import distgraph
+
+    assert callable(distgraph.partition.split_categories) and callable(distgraph.sampling.sample_csc)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        distgraph.nope
