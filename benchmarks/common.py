@@ -1,11 +1,13 @@
 """What the benchmark scripts share: `key: value` output, a rate measured over a minimum
-time, and free loopback ports."""
+time, loopback ip_configs on free ports."""
 
 from __future__ import annotations
 
-import socket
 import time
+from pathlib import Path
 from typing import Callable
+
+from distgraph.cluster.hosts import free_ports
 
 
 def report(key: str, value) -> None:
@@ -24,12 +26,27 @@ def rate(fn: Callable[[], object], n: int, seconds: float) -> float:
             return count * n / elapsed
 
 
-def free_ports(n: int) -> list[int]:
-    """`n` distinct ports free on 127.0.0.1 right now (asked from the OS)."""
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+def loopback_ip_config(path: Path, machines: int, servers: int | None = None) -> Path:
+    """Write an ip_config of `machines` machines on 127.0.0.1, each on a port the OS says is free."""
+    tail = "" if servers is None else f" {servers}"
+    path.write_text("".join(f"127.0.0.1 {p}{tail}\n" for p in free_ports("127.0.0.1", machines)))
+    return path
+
+
+def time_loader(loader, batches: int) -> tuple[int, int, int, float]:
+    """(seeds, sampled edges, input nodes, seconds) of `batches` mini-batches of a node loader
+    after one warm-up batch, starting a new epoch whenever one ends."""
+    it = iter(loader)
+    next(it)
+    seeds = edges = nodes = 0
+    start = time.perf_counter()
+    for _ in range(batches):
+        try:
+            inputs, outputs, blocks = next(it)
+        except StopIteration:
+            it = iter(loader)
+            inputs, outputs, blocks = next(it)
+        seeds += outputs.numel()
+        edges += sum(b.num_edges for b in blocks)
+        nodes += inputs.numel()
+    return seeds, edges, nodes, time.perf_counter() - start

@@ -42,7 +42,7 @@ FLAGS = ["--model_name", "TransE_l2", "--hidden_dim", "200", "--gamma", "19.9", 
          "--batch_size_eval", "16", "--log_interval", "1000"]
 # DGL-KE 0.1.2 with these flags, 8000 steps, 2 processes, on this machine kind (../shared/peers/README.md)
 RECORDED_DGLKE = {"train_seconds": 342.0, "test_seconds": 55.0, "MRR": 0.267}
-from common import free_ports, report  # noqa: E402
+from common import loopback_ip_config, report  # noqa: E402
 
 def cli(args: list[str], cwd: Path) -> str:
     done = subprocess.run([sys.executable, "-m", "distgraph.cli.main", *args], cwd=cwd, capture_output=True, text=True)
@@ -95,9 +95,9 @@ def main() -> int:
         def dist(method: str, max_step: str, test: bool) -> tuple[dict, float]:
             out = cli(["kge", "partition", *data, "-k", "2", "--part_method", method], work)
             cross = float(re.search(r"different partitions: ([\d.]+)%", out).group(1)) / 100
-            (work / "ip_config.txt").write_text("".join(f"127.0.0.1 {p} 1\n" for p in free_ports(2)))
+            ip = loopback_ip_config(work / "ip_config.txt", 2, 1)
             log = cli(["kge", "dist-train", *data, *FLAGS, "--max_step", max_step, "--path", str(work),
-                       "--ip_config", str(work / "ip_config.txt"), "--num_client_proc", "1", "--no_save_emb",
+                       "--ip_config", str(ip), "--num_client_proc", "1", "--no_save_emb",
                        *(["--test"] if test else [])], work)
             return figures(log), cross
 
@@ -169,9 +169,9 @@ def eval_memory(work: Path, entities: int, test: bool = True) -> dict[str, float
     spec = ["--dataset", data.name, "--data_path", str(data), "--format", "raw_udd_hrt",
             "--data_files", "train.txt", "valid.txt", "test.txt"]
     cli(["kge", "partition", *spec, "-k", "2", "--part_method", "random"], work)
-    (work / "ip_config.txt").write_text("".join(f"127.0.0.1 {p} 1\n" for p in free_ports(2)))
+    ip = loopback_ip_config(work / "ip_config.txt", 2, 1)
     job = subprocess.Popen([sys.executable, "-m", "distgraph.cli.main", "kge", "dist-train", *spec, *FLAGS,
-                            "--max_step", "20", "--path", str(work), "--ip_config", str(work / "ip_config.txt"),
+                            "--max_step", "20", "--path", str(work), "--ip_config", str(ip),
                             "--num_client_proc", "1", "--no_save_emb", *(["--test"] if test else [])], cwd=work,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak: dict[int, tuple[str, int, int]] = {}
@@ -199,14 +199,14 @@ def eval_memory(work: Path, entities: int, test: bool = True) -> dict[str, float
 def dist_rows(work: Path, data: list[str], method: str) -> float:
     """Entity rows a trainer pulled from the other machine per step, in a short distributed run."""
     cli(["kge", "partition", *data, "-k", "2", "--part_method", method], work)
-    (work / "ip_config.txt").write_text("".join(f"127.0.0.1 {p} 1\n" for p in free_ports(2)))
+    ip = loopback_ip_config(work / "ip_config.txt", 2, 1)
     from distgraph.kge import TrainConfig
     from distgraph.kge.pipeline import DistOptions, dist_train_kge
 
     cfg = TrainConfig(model_name="TransE_l2", dataset="FB15k-237", data_path=str(work / "data"), hidden_dim=200,
                       gamma=19.9, lr=0.25, batch_size=1000, neg_sample_size=200, neg_adversarial_sampling=True,
                       regularization_coef=1e-9, max_step=300, log_interval=1000, no_save_emb=True)
-    res = dist_train_kge(cfg, DistOptions(str(work), str(work / "ip_config.txt"), 1), out=io.StringIO())
+    res = dist_train_kge(cfg, DistOptions(str(work), str(ip), 1), out=io.StringIO())
     return res.remote_rows_per_step
 
 

@@ -40,7 +40,8 @@ SIZES = (1_000, 10_000, 100_000)
 DIM = 128
 TARGETS = {"local_pull": 0.8, "remote_wire_pull": 0.4, "remote_pull": 0.4}  # of the index_select limit, 10k ids
 PUSH_TARGET = 1e6  # rows/s with server-side Adagrad, at 10k ids
-from common import free_ports, rate, report  # noqa: E402
+from common import loopback_ip_config, rate, report  # noqa: E402
+from distgraph.cluster.hosts import free_port  # noqa: E402
 
 def _echo_server(port: int, sizes: tuple[int, ...]) -> None:
     """Child process: answer each request with a ready buffer of the requested row count."""
@@ -60,7 +61,7 @@ def _echo_server(port: int, sizes: tuple[int, ...]) -> None:
 
 
 def transport_limit(sizes: tuple[int, ...], seconds: float) -> dict[int, float]:
-    (port,) = free_ports(1)
+    port = free_port("127.0.0.1")
     child = multiprocessing.get_context("spawn").Process(target=_echo_server, args=(port, sizes))
     child.start()
     sock = zmq.Context.instance().socket(zmq.DEALER)
@@ -94,8 +95,7 @@ def start_servers(work: Path, rows_per_machine: int, session: str) -> tuple[list
 
     g = generate_sbm(2 * rows_per_machine, 2 * rows_per_machine, feat_dim=1, seed=0)
     partition_graph(g, "bench", 2, work / "parts", part_method="random")
-    ip = work / "ip_config.txt"
-    ip.write_text("".join(f"127.0.0.1 {p}\n" for p in free_ports(2)))
+    ip = loopback_ip_config(work / "ip_config.txt", 2)
     env = {"DISTGRAPH_IP_CONFIG": str(ip), "DISTGRAPH_PART_CONFIG": str(work / "parts" / "bench.json"),
            "DISTGRAPH_SESSION": session, "DISTGRAPH_NUM_TRAINERS": "1", "DISTGRAPH_SECRET": secrets.token_hex(32)}
     procs = [subprocess.Popen([sys.executable, "-m", "distgraph.server"],

@@ -23,12 +23,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 
-from common import report
+from common import report, time_loader
 
 REPO = Path(__file__).resolve().parents[1]
 PEER_SCRIPT = REPO.parent / "shared" / "peers" / "dgl" / "standalone_bench.py"
@@ -50,20 +49,7 @@ def ours(npz: Path, work: Path, fan_out: str, batch_size: int, batches: int) -> 
         train = torch.nonzero(g.ndata["train_mask"][torch.arange(g.num_nodes())]).flatten()
         sampler = dg.MultiLayerNeighborSampler([int(f) for f in fan_out.split(",")])
         loader = dg.DistNodeDataLoader(g, train, sampler, batch_size=batch_size, shuffle=True, drop_last=True)
-        it = iter(loader)
-        next(it)  # warm-up
-        seeds = edges = nodes = 0
-        start = time.perf_counter()
-        for _ in range(batches):
-            try:
-                inputs, outputs, blocks = next(it)
-            except StopIteration:
-                it = iter(loader)
-                inputs, outputs, blocks = next(it)
-            seeds += outputs.numel()
-            edges += sum(b.num_edges for b in blocks)
-            nodes += inputs.numel()
-        seconds = time.perf_counter() - start
+        seeds, edges, nodes, seconds = time_loader(loader, batches)
         info = {"nodes": g.num_nodes(), "edges": g.num_edges(), "edges_per_s": edges / seconds,
                 "input_nodes_per_batch": nodes / batches}
         return seeds / seconds, info

@@ -50,17 +50,9 @@ def worker(args: argparse.Namespace) -> None:
     model = torch.nn.parallel.DistributedDataParallel(dg.nn.GraphSAGE(g.ndata["feat"].shape[1], 64, 8, 2))
     opt = torch.optim.Adam(model.parameters(), lr=0.003)
     if args.sample_only:  # seeds/s of the loader alone (sampling, no features, no training)
-        it, seeds = iter(loader), 0
-        next(it)
-        start = time.perf_counter()
-        for _ in range(args.steps):
-            try:
-                _, outputs, _ = next(it)
-            except StopIteration:
-                it = iter(loader)
-                _, outputs, _ = next(it)
-            seeds += outputs.numel()
-        seconds = time.perf_counter() - start
+        from common import time_loader
+
+        seeds, _, _, seconds = time_loader(loader, args.steps)
         print(f"RESULT rank={tdist.get_rank()} seeds={seeds} seconds={seconds:.3f}", flush=True)
         dg.barrier()
         tdist.destroy_process_group()

@@ -3,27 +3,17 @@ machine than random), `kge dist-train` reaching the single-machine MRR, saving a
 `kge eval` reads, and one clear error for a partition that does not fit the machines."""
 
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from distgraph.cluster.hosts import free_ports
 from leaks import new_session
 from test_kge_train import planted_pairs
 
 COMMON = ["--model_name", "TransE_l2", "--hidden_dim", "32", "--gamma", "4.0", "--lr", "0.3", "--batch_size", "128",
           "--neg_sample_size", "32", "-adv", "--batch_size_eval", "64", "--log_interval", "100"]
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def _cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -57,7 +47,7 @@ def test_metis_keeps_more_triples_on_one_machine_than_random(kg):
 def test_dist_train_on_two_machines_reaches_the_single_machine_mrr(kg):
     root, data = kg
     _partition(root, data, 2, "metis")
-    (root / "ip_config.txt").write_text("".join(f"127.0.0.1 {p} 1\n" for p in _free_ports(2)))
+    (root / "ip_config.txt").write_text("".join(f"127.0.0.1 {p} 1\n" for p in free_ports("127.0.0.1", 2)))
     dist = _cli("kge", "dist-train", *data, *COMMON, "--path", str(root), "--ip_config", str(root / "ip_config.txt"),
                 "--num_client_proc", "1", "--max_step", "300", "--test", "--save_path", "dist", cwd=root)
     assert dist.returncode == 0, dist.stdout[-3000:] + dist.stderr[-3000:]
@@ -78,7 +68,7 @@ def test_dist_train_on_two_machines_reaches_the_single_machine_mrr(kg):
 
 def test_a_partition_that_does_not_fit_the_machines_is_one_clear_error(kg):
     root, data = kg
-    (root / "ip.txt").write_text("".join(f"127.0.0.1 {p}\n" for p in _free_ports(3)))
+    (root / "ip.txt").write_text("".join(f"127.0.0.1 {p}\n" for p in free_ports("127.0.0.1", 3)))
     missing = _cli("kge", "dist-train", *data, *COMMON, "--path", str(root), "--ip_config", str(root / "ip.txt"),
                    cwd=root)
     assert missing.returncode == 2

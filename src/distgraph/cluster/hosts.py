@@ -48,7 +48,17 @@ def interface_of(host: str) -> str | None:
 
 def free_port(host: str) -> int:
     """A TCP port that is free on this host right now (asked from the OS)."""
+    return free_ports(host, 1)[0]
+
+
+def free_ports(host: str, n: int) -> list[int]:
+    """`n` distinct TCP ports free on `host` right now (asked from the OS, all held at once)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    socks = [socket.socket(family, socket.SOCK_STREAM) for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()

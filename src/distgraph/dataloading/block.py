@@ -71,8 +71,7 @@ def _relabel(dst: torch.Tensor, src: torch.Tensor) -> tuple[torch.Tensor, torch.
     """(distinct ids: `dst` then new sources by first appearance, local id of each source)."""
     nd, ns = dst.numel(), src.numel()
     lib = kernels()
-    both = torch.cat([dst, src])
-    if lib is not None and (not both.numel() or (int(both.min()) >= 0 and int(both.max()) <= _MAX_ID)):
+    if lib is not None and all(not x.numel() or 0 <= int(x.min()) <= int(x.max()) <= _MAX_ID for x in (dst, src)):
         cap = 1 << max(4, (2 * (nd + ns)).bit_length())
         epoch = getattr(_tables, "epoch", _MAX_EPOCH) + 1
         if getattr(_tables, "cap", 0) < cap or epoch > _MAX_EPOCH:  # grow, or start over when epochs run out
@@ -86,7 +85,7 @@ def _relabel(dst: torch.Tensor, src: torch.Tensor) -> tuple[torch.Tensor, torch.
         if n < 0:
             raise RuntimeError("relabel: hash table too small")
         return nodes[:n], rows
-    uniq, inverse = torch.unique(both, return_inverse=True)
+    uniq, inverse = torch.unique(torch.cat([dst, src]), return_inverse=True)
     if torch.unique(inverse[:nd]).numel() < nd:
         raise InputError("the destination nodes of a block must be distinct")
     first = torch.full((uniq.numel(),), nd + ns, dtype=torch.int64)

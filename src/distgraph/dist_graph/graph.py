@@ -189,24 +189,26 @@ class DistGraph:
             raise InputError("on a DistGraph, prob names edge data (a string)")
         seeds = as_id_tensor(seeds, "seeds")
         owner = self._book.nid2partid(seeds, None)
+        # positions of each machine's seeds, this machine's first
         me = self._ctx.machine_id
-        mine = owner == me
+        at = {int(m): torch.nonzero(owner == m).flatten() for m in torch.unique(owner).tolist()}
+        here = at.pop(me, torch.empty(0, dtype=torch.int64))
         header = {"op": "sample", "fanout": int(fanout), "replace": bool(replace), "prob": prob}
-        machines = torch.unique(owner[~mine]).tolist()
-        draws = torch.randint(0, MAX_SEED, (len(machines),), generator=generator).tolist()
-        requests = [(int(m), {**header, "seed": s}, [seeds[owner == m]]) for m, s in zip(machines, draws)]
+        draws = torch.randint(0, MAX_SEED, (len(at),), generator=generator).tolist()
+        requests = [(m, {**header, "seed": s}, [seeds[pos]]) for (m, pos), s in zip(at.items(), draws)]
         weights = edge_weights(self._ctx.client.local_store, self.local_partition, prob)
         local, replies = self._ctx.client.overlap(
-            requests, lambda: sample_partition(self.local_partition, seeds[mine], fanout, replace, weights, generator))
-        parts = [SampledEdges(local.src, local.dst, local.eids, torch.nonzero(mine).flatten()[local.seed_pos])]
-        for (machine, _, asked), rep in zip(requests, replies):
-            if len(rep.arrays) != 4 or any(a.dtype != torch.int64 or a.dim() != 1 for a in rep.arrays) \
-                    or len({a.numel() for a in rep.arrays}) != 1 or \
-                    (rep.arrays[3].numel() and not 0 <= int(rep.arrays[3].min()) <= int(rep.arrays[3].max()) <
-                     asked[0].numel()):
+            requests, lambda: sample_partition(self.local_partition, seeds[here], fanout, replace, weights, generator))
+        parts = [SampledEdges(local.src, local.dst, local.eids, here[local.seed_pos])]
+        for (machine, pos), rep in zip(at.items(), replies):
+            arrays = rep.arrays
+            well_formed = (len(arrays) == 4 and all(a.dtype == torch.int64 and a.dim() == 1 for a in arrays)
+                           and len({a.numel() for a in arrays}) == 1)
+            if not well_formed or (arrays[3].numel() and not 0 <= int(arrays[3].min()) <= int(arrays[3].max())
+                                   < pos.numel()):
                 raise DistGraphError(f"machine {machine} answered a sampling request with malformed arrays")
-            src, dst, eids, pos = rep.arrays
-            parts.append(SampledEdges(src, dst, eids, torch.nonzero(owner == machine).flatten()[pos]))
+            src, dst, eids, seed_pos = arrays
+            parts.append(SampledEdges(src, dst, eids, pos[seed_pos]))
         return SampledEdges.cat(parts)
 
     def __repr__(self) -> str:

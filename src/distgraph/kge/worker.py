@@ -30,6 +30,7 @@ from ..distributed import exit_client, get_context, initialize
 from ..distributed.checkpoint import CheckpointDir
 from ..distributed.runtime import barrier
 from ..errors import DistGraphError, InputError
+from ..kvstore.client import PendingPull
 from ..malloc import keep_freed_memory
 from ..optim.row_adagrad import run_each
 from ..partition import load_partition
@@ -63,15 +64,14 @@ def batch_rows(tables: KGETables, batch: Batch) -> list[tuple[str, Tensor]]:
     return [("entity", ent_ids), *((name, batch.r) for name in tables.relation_names())]
 
 
-def train_step(model: KGEModel, tables: KGETables, batch: Batch, rows: list[Tensor],
-               cfg: TrainConfig) -> tuple[Tensor, Callable[[], None]]:
-    """Forward and backward of one batch on its `rows` (of `batch_rows`); sends the updates of
-    other machines' rows. Returns the values of STATS as a tensor, and the update of the rows
-    in this process's memory (run it before they are read again)."""
+def train_step(model: KGEModel, tables: KGETables, batch: Batch, wanted: list[tuple[str, Tensor]],
+               rows: list[Tensor], cfg: TrainConfig) -> tuple[Tensor, Callable[[], None]]:
+    """Forward and backward of one batch on the `rows` it `wanted` (`batch_rows`); sends the
+    updates of other machines' rows. Returns the values of STATS as a tensor, and the update
+    of the rows in this process's memory (run it before they are read again)."""
     n = len(batch.h)
     chunks = batch.num_chunks
     k = n // chunks
-    wanted = batch_rows(tables, batch)
     ent_ids = wanted[0][1]
     ent, *rels = (x.requires_grad_() for x in rows)
     h, t, neg = ent.split([n, n, len(ent_ids) - 2 * n])
@@ -200,14 +200,13 @@ class Trainer:
         first = self._resume(sampler, acc)
         self.emit(("started", ctx.rank))
         t_log = t_progress = time.perf_counter()
-        batch = next(sampler)
-        pending = self.tables.start_rows(batch_rows(self.tables, batch))
+        ahead = self._ask_next(sampler) if first <= cfg.max_step else None
         for step in range(first, cfg.max_step + 1):
-            stats, update_local = train_step(self.model, self.tables, batch, pending.result(), cfg)
+            batch, wanted, pending = ahead
+            stats, update_local = train_step(self.model, self.tables, batch, wanted, pending.result(), cfg)
             checkpoint = cfg.checkpoint_dir and step % cfg.checkpoint_interval == 0 and step < cfg.max_step
             if step < cfg.max_step and not checkpoint:  # the next rows travel while this step's local updates run
-                batch = next(sampler)
-                pending = self.tables.start_rows(batch_rows(self.tables, batch))
+                ahead = self._ask_next(sampler)
             update_local()
             if not bool(torch.isfinite(stats[0])):
                 raise DistGraphError(f"trainer {ctx.rank}: the loss became {float(stats[0])} at step {step}; lower "
@@ -234,8 +233,7 @@ class Trainer:
                 CheckpointDir(cfg.checkpoint_dir).save(step, self.tables.checkpointed(), {
                     "step": step, "sampler": sampler.state(), "log_sums": acc.clone(),
                     "config": json.dumps({k: getattr(cfg, k) for k in MUST_MATCH})})
-                batch = next(sampler)
-                pending = self.tables.start_rows(batch_rows(self.tables, batch))
+                ahead = self._ask_next(sampler)
         trained = cfg.max_step - first + 1
         entity = self.tables.tables["entity"].name
         self.emit(("pulled", ctx.rank, ctx.client.remote_rows.get(entity, 0) / max(trained, 1)))
@@ -246,6 +244,12 @@ class Trainer:
         if cfg.test:
             self.emit(("metrics", ctx.rank, "Test", self.evaluate(self.eval_triples("test"))))
         barrier()
+
+    def _ask_next(self, sampler: ChunkSampler) -> tuple[Batch, list[tuple[str, Tensor]], PendingPull]:
+        """Draw the next batch and ask for its rows: (batch, the rows it wants, their pull)."""
+        batch = next(sampler)
+        wanted = batch_rows(self.tables, batch)
+        return batch, wanted, self.tables.start_rows(wanted)
 
     def _resume(self, sampler: ChunkSampler, acc: Tensor) -> int:
         """The first step to train: 1, or after the newest checkpoint with --resume (restored)."""

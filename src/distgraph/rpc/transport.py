@@ -282,16 +282,12 @@ class Connections:
                 raise PeerError(f"{conn.peer} sent a reply with more frames than its header declares")
             if batch is not None:  # replies to requests abandoned after an earlier error are dropped
                 del batch.pending[rid]
-                if len(indices) == 1 and "parts" not in header:
-                    batch.replies[indices[0]] = Reply(header, arrays)
-                elif "parts" not in header:  # the whole message was refused: each request gets the error
-                    for i in indices:
-                        batch.replies[i] = Reply(header, [])
-                else:
-                    start = 0
-                    for i, part, n in zip(indices, header["parts"], counts):
-                        batch.replies[i] = Reply(part, arrays[start:start + n])
-                        start += n
+                # a message refused as a whole gives each of its requests that error
+                parts = header["parts"] if "parts" in header else [header] * len(indices)
+                start = 0
+                for i, part, n in zip(indices, parts, counts):
+                    batch.replies[i] = Reply(part, arrays[start:start + n])
+                    start += n
 
     @staticmethod
     def _discard_rest(sock: zmq.Socket) -> None:
@@ -320,8 +316,8 @@ def _messages(requests: Sequence[Request]) -> list[list[int]]:
 
 def _part_counts(header: dict, indices: list[int], num_arrays: int) -> list[int] | None:
     """Arrays per request of a reply to a message of `indices`, or None if the reply does not fit."""
-    if "parts" not in header:
-        return [num_arrays] if len(indices) == 1 or num_arrays == 0 else None
+    if "parts" not in header:  # one request's reply, or a merged message refused as a whole
+        return [num_arrays] if len(indices) == 1 else [0] * len(indices) if num_arrays == 0 else None
     parts, counts = header.get("parts"), header.get("counts")
     ok = (isinstance(parts, list) and isinstance(counts, list) and len(parts) == len(counts) == len(indices)
           and all(isinstance(p, dict) for p in parts)

@@ -73,7 +73,7 @@ def _native_uniform(indptr: torch.Tensor, seeds: torch.Tensor, deg: torch.Tensor
     if lib is None or indptr.dtype != torch.int64 or not indptr.is_contiguous():
         return None
     seeds = seeds.contiguous()
-    if seeds.numel() and not (0 <= int(seeds.min()) and int(seeds.max()) < indptr.numel() - 1):
+    if seeds.numel() and not 0 <= int(seeds.min()) <= int(seeds.max()) < indptr.numel() - 1:
         raise IndexError(f"seeds must be rows of the CSC, in [0, {indptr.numel() - 1})")  # C reads unchecked
     total = int(torch.clamp(deg, max=fanout).sum())
     seg, slots = torch.empty(total, dtype=torch.int64), torch.empty(total, dtype=torch.int64)
