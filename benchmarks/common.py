@@ -50,3 +50,13 @@ def time_loader(loader, batches: int) -> tuple[int, int, int, float]:
         edges += sum(b.num_edges for b in blocks)
         nodes += inputs.numel()
     return seeds, edges, nodes, time.perf_counter() - start
+
+
+def neutral_npz(npz: Path, out: Path) -> Path:
+    """The same graph with bare array names (`feat`, not `ndata/feat`), as the peer reads it;
+    our loader reads both (node data is recognised by its row count)."""
+    import numpy as np
+
+    with np.load(npz) as d:
+        np.savez(out, **{k.removeprefix("ndata/"): d[k] for k in d.files})
+    return out

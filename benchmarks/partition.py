@@ -3,13 +3,21 @@
 Each measurement runs in a fresh child process, so its peak RSS is its own. Prints
 `key: value` lines; `--plot FILE` draws time and memory per configuration.
 
+With `--peer_python` (../shared/peers/dgl's venv), the whole `distgraph partition` command
+(interpreter start-up, loading the .npz and writing the parts included) is timed against
+DGL 2.1.0's `partition_graph` call alone (../shared/peers/dgl/partition_bench.py), METIS
+into 2 parts on the same .npz, runs alternating.
+
     python benchmarks/partition.py [--nodes 200000 --edges 4000000 --feat_dim 100 --parts 2 4 --repeat 3]
+        [--peer_python ~/.cache/distgraph-peers/dgl/venv/bin/python]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import resource
 import shutil
 import statistics
@@ -18,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from common import neutral_npz
 
 
 def _cpu_seconds() -> float:
@@ -103,6 +113,42 @@ def measure(kinds: list[str], graph: Path, parts: int, out: Path, repeat: int) -
     return best
 
 
+PEER_SCRIPT = Path(__file__).resolve().parents[2] / "shared" / "peers" / "dgl" / "partition_bench.py"
+COMMAND_TARGET = 0.5  # our whole command / DGL's partition_graph call, issue 17
+
+
+def versus_dgl(python: str, graph: Path, tmp: Path, repeat: int) -> None:
+    """`distgraph partition` as a user runs it against DGL's partition_graph call alone, METIS, 2 parts."""
+    ours_s, ours_rss, theirs_s, theirs_rss = [], [], [], []
+    for _ in range(repeat):
+        shutil.rmtree(tmp / "ours", ignore_errors=True)
+        cmd = [sys.executable, "-m", "distgraph.cli.main", "partition", "--input", str(graph), "--graph_name", "g",
+               "--num_parts", "2", "--out", str(tmp / "ours")]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS
+        ours_s.append(time.perf_counter() - t0)
+        if status:
+            raise SystemExit(f"{' '.join(cmd)} failed ({status})")
+        ours_rss.append(usage.ru_maxrss / 1024)
+        done = subprocess.run([python, str(PEER_SCRIPT), "--method", "metis", "--parts", "2", "--npz", str(graph),
+                               "--out-root", str(tmp / "dgl")], capture_output=True, text=True,
+                              env={**os.environ, "DGLBACKEND": "pytorch"})
+        m = re.search(r"partition_graph_wall_s: ([\d.]+)", done.stdout)
+        rss = re.search(r"peak_rss_mb: (\d+)", done.stdout)
+        if done.returncode or not m:
+            raise SystemExit(f"the DGL peer failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        theirs_s.append(float(m.group(1)))
+        theirs_rss.append(float(rss.group(1)) if rss else float("nan"))
+    print(f"command_seconds_runs: {' '.join(f'{t:.2f}' for t in ours_s)}")
+    print(f"dgl_2.1.0_partition_graph_seconds_runs: {' '.join(f'{t:.2f}' for t in theirs_s)}")
+    ratio = statistics.median(ours_s) / statistics.median(theirs_s)
+    print(f"command_over_dgl_partition_graph: {ratio:.2f} (target <= {COMMAND_TARGET}: "
+          f"{'met' if ratio <= COMMAND_TARGET else 'missed'})")
+    print(f"command_peak_rss_mb: {max(ours_rss):.0f}")
+    print(f"dgl_2.1.0_peak_rss_mb: {max(theirs_rss):.0f}")
+
+
 def plot(results: dict, path: str) -> None:
     import matplotlib
 
@@ -134,6 +180,7 @@ def main() -> None:
     ap.add_argument("--input", help="use this .npz instead of generating one")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest is kept")
     ap.add_argument("--plot", help="write a PNG of times and peak memory")
+    ap.add_argument("--peer_python", help="DGL 2.1.0's interpreter (../shared/peers/dgl/install.sh)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--num_parts", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -147,6 +194,8 @@ def main() -> None:
 
             save_npz(generate_sbm(args.nodes, args.edges, feat_dim=args.feat_dim, seed=0), graph)
         print(f"graph: {graph.name} nodes={args.nodes} edges={args.edges} feat_dim={args.feat_dim}")
+        if args.peer_python:
+            versus_dgl(args.peer_python, neutral_npz(graph, Path(tmp) / "peer.npz"), Path(tmp), args.repeat)
         results = {}
         for k in args.parts:
             for balance in ("plain", "balanced"):

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from common import report, time_loader
+from common import neutral_npz, report, time_loader
 
 REPO = Path(__file__).resolve().parents[1]
 PEER_SCRIPT = REPO.parent / "shared" / "peers" / "dgl" / "standalone_bench.py"
@@ -55,16 +55,6 @@ def ours(npz: Path, work: Path, fan_out: str, batch_size: int, batches: int) -> 
         return seeds / seconds, info
     finally:
         dg.exit_client()
-
-
-def neutral_npz(npz: Path, out: Path) -> Path:
-    """The same graph with bare array names (`feat`, not `ndata/feat`), as the peer reads it;
-    our loader reads both (node data is recognised by its row count)."""
-    import numpy as np
-
-    with np.load(npz) as d:
-        np.savez(out, **{k.removeprefix("ndata/"): d[k] for k in d.files})
-    return out
 
 
 def dgl(python: str, npz: Path, work: Path, threads: int, seconds: float) -> float:

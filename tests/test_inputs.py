@@ -24,6 +24,11 @@ def test_npz_by_hand_classifies_arrays_by_first_dimension(tmp_path):
              feat=np.ones((5, 2), np.float32), weight=np.arange(4.0))
     g = load_npz(tmp_path / "g.npz")
     assert g.num_nodes() == 5 and list(g.ndata) == ["feat"] and g.edata["weight"].tolist() == [0, 1, 2, 3]
+    # a scalar that describes the file (as ../shared/peers/dgl/gen_graph.py writes `seed`) is skipped
+    np.savez(tmp_path / "s.npz", src=np.array([0, 1]), dst=np.array([1, 0]), num_nodes=3, seed=np.int64(42),
+             label=np.arange(3))
+    g = load_npz(tmp_path / "s.npz")
+    assert list(g.ndata) == ["label"] and not g.edata
 
 
 def test_npz_ambiguous_and_misshapen_arrays_are_rejected(tmp_path):

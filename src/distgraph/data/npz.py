@@ -116,7 +116,9 @@ def _count(a: np.ndarray, key: str, path) -> np.ndarray:
 
 
 def _load_homo(z: _NpzArrays, keys: set, path) -> Graph:
-    """The homogeneous layout: `src`, `dst`, optional `num_nodes`, data classified by rows."""
+    """The homogeneous layout: `src`, `dst`, optional `num_nodes`, data classified by rows.
+
+    Other scalars (a generator's `seed`, say) describe the file, not nodes or edges: skipped."""
     for k in ("src", "dst"):
         if k not in keys:
             raise InputError(f"{path} has no {k!r} array; a graph .npz needs 'src' and 'dst' (found {sorted(keys)})")
@@ -135,6 +137,8 @@ def _load_homo(z: _NpzArrays, keys: set, path) -> Graph:
     ndata, edata = {}, {}
     for k in sorted(keys - {"src", "dst", "num_nodes"}):
         a = torch.from_numpy(z[k])
+        if a.dim() == 0 and "/" not in k:
+            continue
         if k.startswith("ndata/"):
             ndata[k[6:]] = a
         elif k.startswith("edata/"):
