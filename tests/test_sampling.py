@@ -9,6 +9,7 @@ from distgraph.graph import Graph
 from distgraph.nn import SAGEConv
 from distgraph.partition import load_partition, partition_graph
 from distgraph.sampling import sample_csc, sample_graph, sample_partition
+from distgraph.sampling.kernel import SlotIds, sample_csc_ids
 
 
 def chi_square(counts: torch.Tensor, expected: torch.Tensor) -> float:
@@ -146,6 +147,16 @@ def test_to_block_native_and_torch_agree_on_large_blocks(monkeypatch):
     b = to_block(dst, src, row, torch.arange(200_000))
     assert torch.equal(a.src_nodes, b.src_nodes) and torch.equal(a.edge_index, b.edge_index)
     assert torch.equal(a.src_nodes[a.edge_index[0]], src)
+    # rows out of order (one sorted run per machine): both group them alike, stably
+    mixed = torch.cat([row[1::2], row[::2]])
+    c = to_block(dst, src, mixed, torch.arange(200_000))
+    monkeypatch.undo()
+    d = to_block(dst, src, mixed, torch.arange(200_000))
+    assert torch.equal(c.src_nodes, d.src_nodes) and torch.equal(c.edge_index, d.edge_index)
+    assert torch.equal(c.eids, d.eids) and torch.equal(c.src_nodes[c.edge_index[0]], src[c.eids])
+    assert torch.equal(c.edge_index[1], row)
+    with pytest.raises(IndexError):
+        to_block(dst, src[:3], torch.tensor([2, 1, 5000]), torch.arange(3))
 
 
 def test_sage_conv_mean_aggregation():
@@ -242,3 +253,43 @@ def test_native_sampling_follows_the_generator_and_refuses_bad_rows(sbm, kernel_
     indptr = torch.tensor([0, 5, 9])
     with pytest.raises((IndexError, RuntimeError)):
         sample_csc(indptr, torch.tensor([0, 2]), 3)  # row 2 does not exist: refused, never read
+
+
+def test_fused_ids_equal_slots_mapped_afterwards(sbm, kernel_path):
+    """Sampling straight to ids (C maps each slot as it is drawn) gives what sampling slots
+    and mapping them afterwards gives, with the same draws."""
+    indptr, other, eids = sbm.csc()
+    ids = SlotIds(other, nid_map=torch.arange(sbm.num_nodes()) * 3 + 1, eid_map=eids)
+    seeds = torch.randperm(sbm.num_nodes(), generator=torch.Generator().manual_seed(5))[:300]
+    seg, src, eid = sample_csc_ids(indptr, ids, seeds, 4, generator=torch.Generator().manual_seed(9))
+    seg2, slots = sample_csc(indptr, seeds, 4, generator=torch.Generator().manual_seed(9))
+    src2, eid2 = ids.apply(slots)
+    assert torch.equal(seg, seg2) and torch.equal(src, src2) and torch.equal(eid, eid2)
+    assert torch.equal(src, other[slots] * 3 + 1)
+    # local ids below map_from (a partition's owned range) are added to, the rest mapped
+    half = sbm.num_nodes() // 2
+    ids = SlotIds(other, nid_map=torch.arange(sbm.num_nodes()) * 3 + 1, nid_add=100, map_from=half, eid_add=7)
+    seg, src, eid = sample_csc_ids(indptr, ids, seeds, 4, generator=torch.Generator().manual_seed(9))
+    local = other[slots]
+    assert torch.equal(src, torch.where(local < half, local + 100, local * 3 + 1)) and torch.equal(eid, slots + 7)
+    assert torch.equal(torch.stack(ids.apply(slots)), torch.stack([src, eid]))
+
+
+def test_a_csc_pointing_outside_itself_is_refused_not_read(kernel_path):
+    indptr = torch.tensor([0, 2, 4])
+    bad_local = SlotIds(torch.tensor([0, 1, 7, 1]), nid_map=torch.tensor([10, 11]))  # local id 7 of 2
+    with pytest.raises(IndexError):
+        sample_csc_ids(indptr, bad_local, torch.tensor([0, 1]), 2, generator=torch.Generator().manual_seed(0))
+    short = SlotIds(torch.tensor([0, 1, 1]))  # indptr says 4 slots, indices has 3
+    with pytest.raises((IndexError, RuntimeError)):
+        sample_csc_ids(indptr, short, torch.tensor([1]), 2, generator=torch.Generator().manual_seed(0))
+
+
+def test_to_block_groups_interleaved_edges_by_destination_stably(kernel_path):
+    """Edges of several machines arrive as one run each; the block groups them by destination
+    row, keeping their order within a destination."""
+    rows = torch.tensor([0, 2, 1, 0, 2, 1, 0])
+    b = to_block(torch.tensor([10, 11, 12]), torch.tensor([20, 21, 22, 23, 24, 25, 26]), rows, torch.arange(7))
+    assert b.edge_index[1].tolist() == [0, 0, 0, 1, 1, 2, 2]
+    assert b.eids.tolist() == [0, 3, 6, 2, 5, 1, 4]
+    assert b.src_nodes[b.edge_index[0]].tolist() == [20, 23, 26, 22, 25, 21, 24]

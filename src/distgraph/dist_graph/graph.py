@@ -191,24 +191,28 @@ class DistGraph:
         owner = self._book.nid2partid(seeds, None)
         # positions of each machine's seeds, this machine's first
         me = self._ctx.machine_id
-        at = {int(m): torch.nonzero(owner == m).flatten() for m in torch.unique(owner).tolist()}
+        machines = torch.nonzero(torch.bincount(owner)).flatten().tolist()  # no sort, unlike unique
+        at = {m: torch.nonzero(owner == m).flatten() for m in machines}
         here = at.pop(me, torch.empty(0, dtype=torch.int64))
+        weights = edge_weights(self._ctx.client.local_store, self.local_partition, prob)
+        if not at:  # every seed is this machine's: no positions to translate
+            return sample_partition(self.local_partition, seeds, fanout, replace, weights, generator)
         header = {"op": "sample", "fanout": int(fanout), "replace": bool(replace), "prob": prob}
         draws = torch.randint(0, MAX_SEED, (len(at),), generator=generator).tolist()
-        requests = [(m, {**header, "seed": s}, [seeds[pos]]) for (m, pos), s in zip(at.items(), draws)]
-        weights = edge_weights(self._ctx.client.local_store, self.local_partition, prob)
+        requests = [(m, {**header, "seed": s}, [seeds.index_select(0, pos)]) for (m, pos), s in zip(at.items(), draws)]
         local, replies = self._ctx.client.overlap(
-            requests, lambda: sample_partition(self.local_partition, seeds[here], fanout, replace, weights, generator))
-        parts = [SampledEdges(local.src, local.dst, local.eids, here[local.seed_pos])]
+            requests, lambda: sample_partition(self.local_partition, seeds.index_select(0, here), fanout, replace,
+                                               weights, generator))
+        parts = [SampledEdges(local.src, None, local.eids, here.index_select(0, local.seed_pos), seeds)]
         for (machine, pos), rep in zip(at.items(), replies):
             arrays = rep.arrays
-            well_formed = (len(arrays) == 4 and all(a.dtype == torch.int64 and a.dim() == 1 for a in arrays)
+            well_formed = (len(arrays) == 3 and all(a.dtype == torch.int64 and a.dim() == 1 for a in arrays)
                            and len({a.numel() for a in arrays}) == 1)
-            if not well_formed or (arrays[3].numel() and not 0 <= int(arrays[3].min()) <= int(arrays[3].max())
+            if not well_formed or (arrays[2].numel() and not 0 <= int(arrays[2].min()) <= int(arrays[2].max())
                                    < pos.numel()):
                 raise DistGraphError(f"machine {machine} answered a sampling request with malformed arrays")
-            src, dst, eids, seed_pos = arrays
-            parts.append(SampledEdges(src, dst, eids, pos[seed_pos]))
+            src, eids, seed_pos = arrays
+            parts.append(SampledEdges(src, None, eids, pos.index_select(0, seed_pos), seeds))
         return SampledEdges.cat(parts)
 
     def __repr__(self) -> str:

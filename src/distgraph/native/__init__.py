@@ -17,8 +17,10 @@ _SIGNATURES = {  # name: (restype, argtypes), as in the .c files
     "sym_scatter": (None, [_i64, _ptr, _ptr, _int, _int, _ptr, _ptr]),
     "sym_rows": (_i64, [_i64, _i64, _ptr, _int, _int, _i64, _ptr, _ptr]),
     "gather_segments": (_i64, [_i64, _ptr, _ptr, _ptr, _int, _ptr]),  # segments.c
-    "sample_uniform": (_i64, [_i64, _ptr, _ptr, _i64, ctypes.c_uint64, _ptr, _ptr]),  # sampling.c
-    "relabel": (_i64, [_i64, _ptr, _i64, _ptr, _i64, ctypes.c_uint64, _ptr, _ptr, _ptr]),  # sampling.c
+    "sample_uniform": (_i64, [_i64, _ptr, _ptr, _i64, ctypes.c_uint64, _i64, _ptr, _ptr, _i64, _i64, _i64, _ptr,
+                              _i64, _ptr, _ptr, _ptr]),  # sampling.c
+    "relabel": (_i64, [_i64, _ptr, _i64, _ptr, _i64, ctypes.c_uint64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr,
+                       _ptr]),  # sampling.c
 }
 
 

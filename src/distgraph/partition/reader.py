@@ -55,9 +55,10 @@ class Partition:
         return _range_start(self.eids)
 
     @cached_property
-    def nid_start(self) -> int | None:
-        """`global_nid` is a range from nid_start (no halo nodes, e.g. one partition), or None."""
-        return _range_start(self.global_nid)
+    def owned_nid_start(self) -> int | None:
+        """The owned nodes' global ids (`global_nid[:num_inner_nodes]`, the writer's layout) are
+        a range from this, or None; lets sampling add instead of gather for all but halo nodes."""
+        return _range_start(self.global_nid[:self.num_inner_nodes])
 
 
 def _range_start(ids: torch.Tensor) -> int | None:

@@ -13,6 +13,8 @@ cumulative weights.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from ..native import kernels
@@ -59,30 +61,89 @@ def sample_csc(
     if replace:
         return _with_replacement(start, deg, fanout, prob, generator)
     if prob is None and fanout <= NATIVE_MAX_FANOUT:
-        native = _native_uniform(indptr, seeds, deg, fanout, generator)
+        native = _native_uniform(indptr, seeds, fanout, generator)
         if native is not None:
             return native
     return _without_replacement(start, deg, fanout, prob, generator)
 
 
-def _native_uniform(indptr: torch.Tensor, seeds: torch.Tensor, deg: torch.Tensor, fanout: int,
-                    generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor] | None:
+@dataclass(frozen=True)
+class SlotIds:
+    """How a CSC slot becomes global ids. Its source, with local id l = indices[slot], is
+    l + nid_add when l < map_from (a partition's owned nodes, whose ids are a range) and
+    nid_map[l] otherwise (its halo nodes; never when nid_map is None); its edge is
+    eid_map[slot] (slot + eid_add when eid_map is None)."""
+
+    indices: torch.Tensor
+    nid_map: torch.Tensor | None = None
+    nid_add: int = 0
+    map_from: int = 0
+    eid_map: torch.Tensor | None = None
+    eid_add: int = 0
+
+    def apply(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(source ids, edge ids) of `slots` (index_select: a third of `[]`'s time on 1-D gathers)."""
+        local = self.indices.index_select(0, slots)
+        if self.nid_map is None:
+            src = local + self.nid_add
+        elif self.map_from <= 0:
+            src = self.nid_map.index_select(0, local)
+        else:
+            src = local + self.nid_add
+            halo = torch.nonzero(local >= self.map_from).flatten()
+            src[halo] = self.nid_map.index_select(0, local.index_select(0, halo))
+        eids = self.eid_map.index_select(0, slots) if self.eid_map is not None else slots + self.eid_add
+        return src, eids
+
+
+def sample_csc_ids(indptr: torch.Tensor, ids: SlotIds, seeds: torch.Tensor, fanout: int, replace: bool = False,
+                   prob: torch.Tensor | None = None, generator: torch.Generator | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`sample_csc`, returning (seed position, source id, edge id) per sampled edge: in one pass
+    of C for uniform sampling without replacement, else sampled slots mapped through `ids`."""
+    seeds = seeds.to(torch.int64)
+    if not replace and prob is None and 0 <= fanout <= NATIVE_MAX_FANOUT:
+        native = _native_uniform(indptr, seeds, fanout, generator, ids)
+        if native is not None:
+            return native
+    seg, slots = sample_csc(indptr, seeds, fanout, replace, prob, generator)
+    return (seg, *ids.apply(slots))
+
+
+def _native_uniform(indptr: torch.Tensor, seeds: torch.Tensor, fanout: int, generator: torch.Generator | None,
+                    ids: SlotIds | None = None) -> tuple[torch.Tensor, ...] | None:
     """Uniform sampling without replacement in one pass of C (`native/sampling.c`), keyed by
-    one draw from `generator`; None when the kernels are not built (the torch path runs)."""
+    one draw from `generator`: (seed position, slot) per edge, or with `ids` (seed position,
+    source id, edge id). None when the kernels are not built or the arrays do not suit them
+    (the torch path runs)."""
     lib = kernels()
-    if lib is None or indptr.dtype != torch.int64 or not indptr.is_contiguous():
+    arrays = [indptr] + ([] if ids is None else [a for a in (ids.indices, ids.nid_map, ids.eid_map) if a is not None])
+    if lib is None or not all(a.dtype == torch.int64 and a.is_contiguous() for a in arrays):
         return None
     seeds = seeds.contiguous()
     if seeds.numel() and not 0 <= int(seeds.min()) <= int(seeds.max()) < indptr.numel() - 1:
         raise IndexError(f"seeds must be rows of the CSC, in [0, {indptr.numel() - 1})")  # C reads unchecked
-    total = int(torch.clamp(deg, max=fanout).sum())
-    seg, slots = torch.empty(total, dtype=torch.int64), torch.empty(total, dtype=torch.int64)
+    start = indptr.index_select(0, seeds)
+    total = int(torch.clamp(indptr.index_select(0, seeds + 1) - start, min=0, max=fanout).sum())
+    out = [torch.empty(total, dtype=torch.int64) for _ in range(2 if ids is None else 3)]
     key = int(torch.randint(0, 1 << 62, (1,), generator=generator))
-    got = lib.sample_uniform(seeds.numel(), indptr.data_ptr(), seeds.data_ptr(), fanout, key, seg.data_ptr(),
-                             slots.data_ptr())
+    ptr = lambda a: None if a is None else a.data_ptr()  # noqa: E731
+    if ids is None:
+        maps = (int(indptr[-1]), None, None, 0, 0, 0, None, 0)
+    else:
+        nlocal = ids.nid_map.numel() if ids.nid_map is not None else 0
+        map_from = ids.map_from if ids.nid_map is not None else (1 << 63) - 1
+        maps = (ids.indices.numel(), ptr(ids.indices), ptr(ids.nid_map), nlocal, ids.nid_add, map_from,
+                ptr(ids.eid_map), ids.eid_add)
+        if ids.eid_map is not None and ids.eid_map.numel() < ids.indices.numel():
+            raise IndexError("eid_map must have one id per CSC slot")
+    got = lib.sample_uniform(seeds.numel(), indptr.data_ptr(), seeds.data_ptr(), fanout, key, *maps,
+                             out[0].data_ptr(), out[1].data_ptr(), out[2].data_ptr() if ids is not None else None)
+    if got == -2:
+        raise IndexError("the CSC's indptr or indices point outside its arrays (a corrupt partition?)")
     if got != total:
         raise RuntimeError(f"sample_uniform wrote {got} edges, expected {total}")
-    return seg, slots
+    return tuple(out)
 
 
 def _without_replacement(start, deg, fanout, prob, generator):

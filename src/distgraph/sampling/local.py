@@ -2,33 +2,46 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from ..errors import InputError
 from ..graph import Graph, as_id_tensor
 from ..partition import Partition
-from .kernel import sample_csc
+from .kernel import SlotIds, sample_csc_ids
 
 
-@dataclass
 class SampledEdges:
     """Sampled edges in global ids: `src[i] -> dst[i]` is edge `eids[i]`; `seed_pos[i]` is the
     position, in the seeds asked for, of the seed the edge was drawn for (None if unknown),
-    so that building a block needs no search for each edge's destination."""
+    so that building a block needs no search for each edge's destination.
 
-    src: torch.Tensor
-    dst: torch.Tensor
-    eids: torch.Tensor
-    seed_pos: torch.Tensor | None = None
+    With in-edges, `dst` may be left None and `seeds` given instead: it is then
+    `seeds[seed_pos]`, gathered only if asked for (a block never asks)."""
+
+    def __init__(self, src: torch.Tensor, dst: torch.Tensor | None, eids: torch.Tensor,
+                 seed_pos: torch.Tensor | None = None, seeds: torch.Tensor | None = None):
+        if dst is None and (seeds is None or seed_pos is None):
+            raise ValueError("SampledEdges needs dst, or the seeds and each edge's seed position")
+        self.src, self.eids, self.seed_pos, self._dst, self._seeds = src, eids, seed_pos, dst, seeds
+
+    @property
+    def dst(self) -> torch.Tensor:
+        if self._dst is None:
+            self._dst = self._seeds.index_select(0, self.seed_pos)
+        return self._dst
 
     @staticmethod
     def cat(parts: list["SampledEdges"]) -> "SampledEdges":
         """The edges of all parts; positions are kept only if every part has them (and they
         must already refer to the same seeds)."""
+        if len(parts) == 1:
+            return parts[0]
         pos = None if any(p.seed_pos is None for p in parts) else torch.cat([p.seed_pos for p in parts])
-        return SampledEdges(*(torch.cat([getattr(p, k) for p in parts]) for k in ("src", "dst", "eids")), pos)
+        src, eids = (torch.cat([getattr(p, k) for p in parts]) for k in ("src", "eids"))
+        seeds = parts[0]._seeds
+        if pos is not None and seeds is not None and all(p._seeds is seeds and p._dst is None for p in parts):
+            return SampledEdges(src, None, eids, pos, seeds)
+        return SampledEdges(src, torch.cat([p.dst for p in parts]), eids, pos)
 
     def select(self, keep: torch.Tensor) -> "SampledEdges":
         """The edges where `keep` is true."""
@@ -46,10 +59,11 @@ def sample_graph(g: Graph, seeds, fanout: int, edge_dir: str = "in", replace: bo
         raise InputError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
     indptr, other, eids = g.csc() if edge_dir == "in" else g.csr()
     slot_prob = prob[eids] if prob is not None else None
-    seg, slots = sample_csc(indptr, seeds, fanout, replace, slot_prob, generator)
-    ends = (other[slots], seeds[seg])
-    src, dst = ends if edge_dir == "in" else ends[::-1]
-    return SampledEdges(src, dst, eids[slots], seg)
+    seg, other_ids, edge_ids = sample_csc_ids(indptr, SlotIds(other, eid_map=eids), seeds, fanout, replace, slot_prob,
+                                              generator)
+    if edge_dir == "in":
+        return SampledEdges(other_ids, None, edge_ids, seg, seeds)
+    return SampledEdges(seeds.index_select(0, seg), other_ids, edge_ids, seg)
 
 
 def sample_partition(part: Partition, seeds, fanout: int, replace: bool = False,
@@ -66,8 +80,8 @@ def sample_partition(part: Partition, seeds, fanout: int, replace: bool = False,
     if prob is not None:
         elo, _ = part.book.edge_range(part.part_id, None)
         slot_prob = prob[part.eids - elo]
-    seg, slots = sample_csc(part.indptr, seeds - lo, fanout, replace, slot_prob, generator)
-    src = part.indices[slots]
-    src = src + part.nid_start if part.nid_start is not None else part.global_nid[src]
-    eids = slots + part.eid_start if part.eid_start is not None else part.eids[slots]
-    return SampledEdges(src, seeds[seg], eids, seg)
+    owned = part.owned_nid_start
+    ids = SlotIds(part.indices, part.global_nid, owned or 0, part.num_inner_nodes if owned is not None else 0,
+                  None if part.eid_start is not None else part.eids, part.eid_start or 0)
+    seg, src, eids = sample_csc_ids(part.indptr, ids, seeds - lo, fanout, replace, slot_prob, generator)
+    return SampledEdges(src, None, eids, seg, seeds)
