@@ -9,7 +9,8 @@ from distgraph.graph import Graph
 from distgraph.nn import SAGEConv
 from distgraph.partition import load_partition, partition_graph
 from distgraph.sampling import sample_csc, sample_graph, sample_partition
-from distgraph.sampling.kernel import SlotIds, sample_csc_ids
+from distgraph.native import kernels
+from distgraph.sampling.kernel import Csc, sample_csc_ids, sample_uniform_native
 
 
 def chi_square(counts: torch.Tensor, expected: torch.Tensor) -> float:
@@ -259,30 +260,57 @@ def test_fused_ids_equal_slots_mapped_afterwards(sbm, kernel_path):
     """Sampling straight to ids (C maps each slot as it is drawn) gives what sampling slots
     and mapping them afterwards gives, with the same draws."""
     indptr, other, eids = sbm.csc()
-    ids = SlotIds(other, nid_map=torch.arange(sbm.num_nodes()) * 3 + 1, eid_map=eids)
+    csc = Csc(indptr, other, nid_map=torch.arange(sbm.num_nodes()) * 3 + 1, eid_map=eids)
     seeds = torch.randperm(sbm.num_nodes(), generator=torch.Generator().manual_seed(5))[:300]
-    seg, src, eid = sample_csc_ids(indptr, ids, seeds, 4, generator=torch.Generator().manual_seed(9))
+    seg, src, eid = sample_csc_ids(csc, seeds, 4, generator=torch.Generator().manual_seed(9))
     seg2, slots = sample_csc(indptr, seeds, 4, generator=torch.Generator().manual_seed(9))
-    src2, eid2 = ids.apply(slots)
+    src2, eid2 = csc.ids(slots)
     assert torch.equal(seg, seg2) and torch.equal(src, src2) and torch.equal(eid, eid2)
     assert torch.equal(src, other[slots] * 3 + 1)
-    # local ids below map_from (a partition's owned range) are added to, the rest mapped
+    # local ids below map_from (a partition's owned range) are added to, the rest mapped;
+    # seeds are rows + row_add
     half = sbm.num_nodes() // 2
-    ids = SlotIds(other, nid_map=torch.arange(sbm.num_nodes()) * 3 + 1, nid_add=100, map_from=half, eid_add=7)
-    seg, src, eid = sample_csc_ids(indptr, ids, seeds, 4, generator=torch.Generator().manual_seed(9))
+    csc = Csc(indptr, other, nid_map=torch.arange(sbm.num_nodes()) * 3 + 1, nid_add=100, map_from=half, eid_add=7,
+              row_add=1000)
+    seg, src, eid = sample_csc_ids(csc, seeds + 1000, 4, generator=torch.Generator().manual_seed(9))
     local = other[slots]
     assert torch.equal(src, torch.where(local < half, local + 100, local * 3 + 1)) and torch.equal(eid, slots + 7)
-    assert torch.equal(torch.stack(ids.apply(slots)), torch.stack([src, eid]))
+    assert torch.equal(torch.stack(csc.ids(slots)), torch.stack([src, eid]))
+
+
+def test_several_cscs_in_one_pass_equal_each_sampled_alone(sbm):
+    """Seeds of several CSCs interleaved (a host's partitions) come out grouped by seed in seed
+    order, each CSC's share exactly what sampling it alone with its generator gives; seeds of
+    a CSC that is not there (None) are left out."""
+    if kernels() is None:
+        pytest.skip("the C kernels are not built")
+    indptr, other, eids = sbm.csc()
+    n = sbm.num_nodes()
+    cscs = [Csc(indptr, other, eid_map=eids), None, Csc(indptr, other, nid_add=n, eid_map=eids, row_add=2 * n)]
+    gen = torch.Generator().manual_seed(1)
+    owner = torch.randint(0, 3, (500,), generator=gen)
+    seeds = torch.randint(0, n, (500,), generator=gen) + torch.where(owner == 2, 2 * n, 0)
+    gens = [torch.Generator().manual_seed(s) for s in (4, 5, 6)]
+    seg, src, eid = sample_uniform_native(cscs, seeds, owner, 5, gens)
+    assert bool((seg[1:] >= seg[:-1]).all()) and not bool(torch.isin(seg, torch.nonzero(owner == 1).flatten()).any())
+    for c in (0, 2):
+        pos = torch.nonzero(owner == c).flatten()
+        alone = sample_csc_ids(cscs[c], seeds[pos], 5, generator=torch.Generator().manual_seed(4 + c))
+        mine = torch.isin(seg, pos)
+        assert torch.equal(pos[alone[0]], seg[mine]) and torch.equal(alone[1], src[mine])
+        assert torch.equal(alone[2], eid[mine])
+    with pytest.raises(IndexError):  # a seed that is not a row of its CSC is refused, never read
+        sample_uniform_native(cscs, seeds[:1] * 0 + 3 * n, owner[:1] * 0 + 2, 5, gens)
 
 
 def test_a_csc_pointing_outside_itself_is_refused_not_read(kernel_path):
     indptr = torch.tensor([0, 2, 4])
-    bad_local = SlotIds(torch.tensor([0, 1, 7, 1]), nid_map=torch.tensor([10, 11]))  # local id 7 of 2
+    bad_local = Csc(indptr, torch.tensor([0, 1, 7, 1]), nid_map=torch.tensor([10, 11]))  # local id 7 of 2
     with pytest.raises(IndexError):
-        sample_csc_ids(indptr, bad_local, torch.tensor([0, 1]), 2, generator=torch.Generator().manual_seed(0))
-    short = SlotIds(torch.tensor([0, 1, 1]))  # indptr says 4 slots, indices has 3
+        sample_csc_ids(bad_local, torch.tensor([0, 1]), 2, generator=torch.Generator().manual_seed(0))
+    short = Csc(indptr, torch.tensor([0, 1, 1]))  # indptr says 4 slots, indices has 3
     with pytest.raises((IndexError, RuntimeError)):
-        sample_csc_ids(indptr, short, torch.tensor([1]), 2, generator=torch.Generator().manual_seed(0))
+        sample_csc_ids(short, torch.tensor([1]), 2, generator=torch.Generator().manual_seed(0))
 
 
 def test_to_block_groups_interleaved_edges_by_destination_stably(kernel_path):

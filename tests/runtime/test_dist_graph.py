@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from distgraph.dataloading import DistEdgeDataLoader, DistNodeDataLoader, MultiLayerNeighborSampler
+from distgraph.dataloading import DistEdgeDataLoader, DistNodeDataLoader, MultiLayerNeighborSampler, to_block
 from distgraph.dist_graph import DistGraph
 from distgraph.errors import DistGraphError
 from distgraph.rpc.transport import Request
@@ -82,6 +82,30 @@ def test_loaders_on_a_dist_graph(g):
         assert torch.equal(out[pos.edge_index[0]], src) and torch.equal(out[pos.edge_index[1]], dst)
         assert not torch.isin(blocks[0].eids, pos.eids).any()
         assert neg.num_edges == 2 * pos.num_edges
+
+
+def test_machines_of_this_host_are_sampled_in_process_as_their_servers_would(g, monkeypatch):
+    """Machine 1 shares this host: its seeds are sampled here from its partition files, with
+    no request, and give exactly what its server gives for the same generator (in seed order
+    rather than machine by machine: the same block)."""
+    book = g.get_partition_book()
+    seeds = torch.cat([book.partid2nids(1)[:60], book.partid2nids(0)[:40], book.partid2nids(1)[60:80]])
+    assert list(g._host_partitions) == [1]
+    client = g._ctx.client
+    sent, overlap = [], client.overlap
+    monkeypatch.setattr(client, "overlap", lambda reqs, local: (sent.append(len(reqs)), overlap(reqs, local))[1])
+    for fanout, replace in ((4, False), (-1, False), (3, True)):
+        monkeypatch.delitem(g.__dict__, "_host_partitions", raising=False)
+        here = sample_neighbors(g, seeds, fanout, replace=replace, generator=torch.Generator().manual_seed(3))
+        monkeypatch.setitem(g.__dict__, "_host_partitions", {})  # as if machine 1 were another host
+        served = sample_neighbors(g, seeds, fanout, replace=replace, generator=torch.Generator().manual_seed(3))
+        a, b = (to_block(seeds, e.src, e.seed_pos, e.eids) for e in (here, served))
+        for k in ("src_nodes", "edge_index", "eids"):
+            assert torch.equal(getattr(a, k), getattr(b, k)), k
+        if fanout >= 0 and not replace:  # uniform draws: one pass of C over both partitions, in seed order
+            assert bool((here.seed_pos[1:] >= here.seed_pos[:-1]).all())
+        assert here.eids.numel() > seeds.numel()
+    assert sent == [0, 1] * 3
 
 
 def test_malformed_sample_requests_get_errors_and_the_server_keeps_serving(g):

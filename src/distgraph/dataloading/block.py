@@ -52,9 +52,10 @@ class Block:
 def to_block(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.Tensor, eids: torch.Tensor) -> Block:
     """Build a block from sampled edges: `src` global source ids, `dst_row` the row of each
     edge's destination in `dst_nodes` (distinct). Sources that are not destinations are
-    appended after the destinations in order of first appearance (as DGL's `to_block`).
-    Edges come out grouped by destination, keeping their order within one (the edges of
-    several machines arrive as one sorted run each)."""
+    appended after the destinations in order of first appearance (as DGL's `to_block`) once
+    the edges are grouped by destination, keeping their order within one: the block depends
+    on each destination's edges, not on the order they arrived in (the edges of several
+    machines arrive as one sorted run each)."""
     dst_nodes = dst_nodes.to(torch.int64).contiguous()
     src, dst_row, eids = (a.to(torch.int64).contiguous() for a in (src, dst_row, eids))
     grouped = dst_row.numel() <= 1 or bool((dst_row[1:] >= dst_row[:-1]).all())
@@ -64,10 +65,10 @@ def to_block(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.Tensor, 
         if regrouped is not None:
             dst_row, eids = regrouped
     else:
-        src_nodes, src_row = _relabel_torch(dst_nodes, src)
         if not grouped:
             order = torch.argsort(dst_row, stable=True)
-            src_row, dst_row, eids = (a.index_select(0, order) for a in (src_row, dst_row, eids))
+            src, dst_row, eids = (a.index_select(0, order) for a in (src, dst_row, eids))
+        src_nodes, src_row = _relabel_torch(dst_nodes, src)
     return Block(src_nodes, dst_nodes, torch.stack([src_row, dst_row]), eids)
 
 

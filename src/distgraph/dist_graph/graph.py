@@ -21,10 +21,12 @@ from ..distributed.policy import (EdgePartitionPolicy, NodePartitionPolicy, edge
 from ..distributed.runtime import get_context
 from ..errors import DistGraphError, InputError
 from ..graph import DEFAULT_NTYPE, TypeViews, as_id_tensor, resolve_etype
-from ..partition import RangePartitionBook, load_partition
+from ..kvstore.store import KVStore
+from ..partition import Partition, RangePartitionBook, load_partition
 from ..partition.layout import PartitionConfig, etype_key
 from ..rpc.wire import parse_dtype
-from ..sampling import SampledEdges, sample_partition
+from ..sampling import SampledEdges
+from ..sampling.local import sample_partitions
 from ..sampling.remote import MAX_SEED, edge_weights
 
 
@@ -178,39 +180,56 @@ class DistGraph:
         return self._mapping("edge", etype_key(self._canonical(etype)))
 
     # -------------------------------------------------------------- sampling
+    @cached_property
+    def _host_partitions(self) -> dict[int, tuple[Partition, KVStore]]:
+        """Other machines of this host whose shared memory this process maps: their partition
+        (memory-mapped from the same files their servers use) and store. Their seeds are sampled
+        here, exactly as their servers would, with no request; a machine whose files are not on
+        this host's disk is left to its servers."""
+        parts = {}
+        for m, store in self._ctx.client.host_stores.items():
+            try:
+                parts[m] = (load_partition(self._ctx.part_config, m), store)
+            except (OSError, DistGraphError):
+                continue
+        return parts
+
     def _sample_neighbors(self, seeds, fanout: int, edge_dir: str = "in", replace: bool = False,
                           prob: str | None = None, generator: torch.Generator | None = None) -> SampledEdges:
-        """One hop of in-neighbour sampling: this machine's seeds locally, the rest on their
-        owners' servers (each with a seed drawn from `generator`), concurrently. Seeds and
-        results are homogeneous node ids."""
+        """One hop of in-neighbour sampling: each seed on its owner's partition, concurrently: in
+        this process for this machine and the other machines of this host (in one pass), through
+        their servers for the others. Each other machine's share is drawn from a seed taken from
+        `generator`, so the sample does not depend on where it is drawn. Seeds and results are
+        homogeneous node ids."""
         if edge_dir != "in":
             raise InputError("partitions store in-edges, so a DistGraph samples with edge_dir='in' only")
         if prob is not None and not isinstance(prob, str):
             raise InputError("on a DistGraph, prob names edge data (a string)")
         seeds = as_id_tensor(seeds, "seeds")
         owner = self._book.nid2partid(seeds, None)
-        # positions of each machine's seeds, this machine's first
-        me = self._ctx.machine_id
+        me, client = self._ctx.machine_id, self._ctx.client
         machines = torch.nonzero(torch.bincount(owner)).flatten().tolist()  # no sort, unlike unique
-        at = {m: torch.nonzero(owner == m).flatten() for m in machines}
-        here = at.pop(me, torch.empty(0, dtype=torch.int64))
-        weights = edge_weights(self._ctx.client.local_store, self.local_partition, prob)
-        if not at:  # every seed is this machine's: no positions to translate
-            return sample_partition(self.local_partition, seeds, fanout, replace, weights, generator)
+        others = [m for m in machines if m != me]
+        draws = dict(zip(others, torch.randint(0, MAX_SEED, (len(others),), generator=generator).tolist()))
+        jobs = {}  # sampled in this process: (partition, generator, edge weights)
+        if me in machines:
+            jobs[me] = (self.local_partition, generator, edge_weights(client.local_store, self.local_partition, prob))
+        for m in others:
+            if m in self._host_partitions:
+                part, store = self._host_partitions[m]
+                jobs[m] = (part, torch.Generator().manual_seed(draws[m]), edge_weights(store, part, prob))
         header = {"op": "sample", "fanout": int(fanout), "replace": bool(replace), "prob": prob}
-        draws = torch.randint(0, MAX_SEED, (len(at),), generator=generator).tolist()
-        requests = [(m, {**header, "seed": s}, [seeds.index_select(0, pos)]) for (m, pos), s in zip(at.items(), draws)]
-        local, replies = self._ctx.client.overlap(
-            requests, lambda: sample_partition(self.local_partition, seeds.index_select(0, here), fanout, replace,
-                                               weights, generator))
-        parts = [SampledEdges(local.src, None, local.eids, here.index_select(0, local.seed_pos), seeds)]
-        for (machine, pos), rep in zip(at.items(), replies):
+        at = {m: torch.nonzero(owner == m).flatten() for m in others if m not in jobs}
+        requests = [(m, {**header, "seed": draws[m]}, [seeds.index_select(0, pos)]) for m, pos in at.items()]
+        here, replies = client.overlap(requests, lambda: sample_partitions(jobs, seeds, owner, fanout, replace))
+        parts = [here]
+        for (m, pos), rep in zip(at.items(), replies):
             arrays = rep.arrays
             well_formed = (len(arrays) == 3 and all(a.dtype == torch.int64 and a.dim() == 1 for a in arrays)
                            and len({a.numel() for a in arrays}) == 1)
             if not well_formed or (arrays[2].numel() and not 0 <= int(arrays[2].min()) <= int(arrays[2].max())
                                    < pos.numel()):
-                raise DistGraphError(f"machine {machine} answered a sampling request with malformed arrays")
+                raise DistGraphError(f"machine {m} answered a sampling request with malformed arrays")
             src, eids, seed_pos = arrays
             parts.append(SampledEdges(src, None, eids, pos.index_select(0, seed_pos), seeds))
         return SampledEdges.cat(parts)

@@ -1,8 +1,7 @@
-/* Uniform neighbour sampling without replacement on a CSC, one pass over the seeds: every
- * slot of a seed with at most k in-edges, else k distinct slots by Robert Floyd's algorithm
- * (k draws whatever the degree). Each seed draws from its own splitmix64 stream keyed by
- * (key, seed position), so the result depends on the key alone. Also the block builder's
- * kernel: relabelling ids into a block's local ids, grouping edges by destination. */
+/* Uniform neighbour sampling without replacement, one pass over the seeds, on one CSC or on
+ * several (a host's partitions, each seed on its owner's), each seed drawing from its own
+ * stream so the result depends on the keys alone. Also the block builder's kernel:
+ * relabelling ids into a block's local ids, grouping edges by destination. */
 #include <stdint.h>
 
 static inline uint64_t splitmix64(uint64_t *state) {
@@ -17,59 +16,99 @@ static inline int64_t below(uint64_t *state, int64_t n) {
     return (int64_t)(((unsigned __int128)splitmix64(state) * (uint64_t)n) >> 64);
 }
 
-/* Every sampled edge m, grouped by seed in seed order: out_seg[m] its seed's position, and
- * for its CSC slot t: out_src[m] = t when `indices` is NULL, else the source's id: with local
- * id l = indices[t], l + nid_add when l < map_from (a partition's owned nodes, a range), else
- * nid_map[l] (its halo nodes); out_eid[m] (skipped when NULL) = eid_map[t] (or t + eid_add).
- * Mapping here, slot by slot, saves a pass and a temporary array per lookup. The arrays hold sum(min(degree, k)) entries; returns that count,
- * -1 if k is above MAX_K, -2 if the CSC points outside itself (a slot beyond `nslots`, the
- * length of indices and eid_map, or a local id beyond `nlocal`, the length of nid_map): the
- * caller checks the seeds, this checks every other index it follows. */
+/* A CSC to sample from and how its slots become ids (mirrors `Csc` in sampling/kernel.py):
+ * seed id s is row s - row_add; for a slot t, the source is t itself when `indices` is NULL,
+ * else with local id l = indices[t]: l + nid_add when l < map_from (a partition's owned
+ * nodes, a range), else nid_map[l] (its halo nodes); the edge is eid_map[t] (t + eid_add
+ * when eid_map is NULL). Each seed of this CSC draws from a splitmix64 stream keyed by (key,
+ * its position among this CSC's seeds). */
+typedef struct {
+    const int64_t *indptr; /* nrows + 1 entries; NULL: this CSC is not here, its seeds are skipped */
+    int64_t nrows, nslots; /* nslots: the length of indices and eid_map */
+    const int64_t *indices, *nid_map;
+    int64_t nlocal, nid_add, map_from; /* nlocal: the length of nid_map */
+    const int64_t *eid_map;
+    int64_t eid_add, row_add;
+    uint64_t key;
+} csc_t;
+
 #define MAX_K 256
 
+/* The CSC of seed i (owner[i] indexes `cscs`; one CSC when owner is NULL), or NULL to skip it. */
+static inline const csc_t *csc_of(int64_t i, int64_t ncsc, const csc_t *cscs, const int64_t *owner) {
+    int64_t c = owner ? owner[i] : 0;
+    if ((uint64_t)c >= (uint64_t)ncsc || !cscs[c].indptr) return 0;
+    return cscs + c;
+}
+
+/* The number of edges `sample_uniform` writes for these seeds, sum(min(degree, k)) over the
+ * seeds not skipped; -1 if k is above MAX_K, -3 if a seed is not a row of its CSC, -2 if a
+ * row's slots lie outside the CSC. Checks what `sample_uniform` then reads unchecked. */
+int64_t sample_count(int64_t ncsc, const csc_t *cscs, int64_t n, const int64_t *seeds, const int64_t *owner,
+                     int64_t k) {
+    int64_t total = 0;
+    if (k < 0 || k > MAX_K) return -1;
+    for (int64_t i = 0; i < n; i++) {
+        const csc_t *c = csc_of(i, ncsc, cscs, owner);
+        if (!c) continue;
+        int64_t r = seeds[i] - c->row_add;
+        if ((uint64_t)r >= (uint64_t)c->nrows) return -3;
+        int64_t start = c->indptr[r], deg = c->indptr[r + 1] - start;
+        if (start < 0 || deg < 0 || start + deg > c->nslots) return -2;
+        total += deg < k ? deg : k;
+    }
+    return total;
+}
+
 /* Writes seed i's edges from its slots `picks` at out[m...]; returns the new m, -2 on a bad local id. */
-static inline int64_t emit(int64_t i, const int64_t *picks, int64_t got, int64_t m, const int64_t *indices,
-                           const int64_t *nid_map, int64_t nlocal, int64_t nid_add, int64_t map_from,
-                           const int64_t *eid_map, int64_t eid_add, int64_t *out_seg, int64_t *out_src,
-                           int64_t *out_eid) {
+static inline int64_t emit(const csc_t *c, int64_t i, const int64_t *picks, int64_t got, int64_t m,
+                           int64_t *out_seg, int64_t *out_src, int64_t *out_eid) {
     for (int64_t j = 0; j < got; j++, m++) {
         int64_t t = picks[j];
         out_seg[m] = i;
-        if (indices == 0) {
+        if (!c->indices) {
             out_src[m] = t;
         } else {
-            int64_t l = indices[t];
-            if (l < map_from) {
-                out_src[m] = l + nid_add;
+            int64_t l = c->indices[t];
+            if (l < c->map_from) {
+                out_src[m] = l + c->nid_add;
             } else {
-                if ((uint64_t)l >= (uint64_t)nlocal) return -2;
-                out_src[m] = nid_map[l];
+                if ((uint64_t)l >= (uint64_t)c->nlocal) return -2;
+                out_src[m] = c->nid_map[l];
             }
         }
-        if (out_eid) out_eid[m] = eid_map ? eid_map[t] : t + eid_add;
+        if (out_eid) out_eid[m] = c->eid_map ? c->eid_map[t] : t + c->eid_add;
     }
     return m;
 }
 
-/* The slots are random reads into indices and eid_map (a cache miss each on big graphs), so
+/* Every sampled edge m, grouped by seed in seed order (seeds of several CSCs interleaved, as
+ * a block wants them): out_seg[m] its seed's position in `seeds`, out_src[m] its source,
+ * out_eid[m] its edge (skipped when NULL). A seed with at most k in-edges takes them all,
+ * else k distinct slots by Robert Floyd's algorithm (k draws whatever the degree). `counters`
+ * (ncsc zeros) count each CSC's seeds as they pass, for their streams. Call `sample_count`
+ * first, with the same arguments: the arrays hold what it returned. Returns the number of
+ * edges written, -2 if a local id lies beyond its nid_map.
+ *
+ * The slots are random reads into indices and eid_map (a cache miss each on big graphs), so
  * they are fetched a seed ahead: seed i's slots are drawn and prefetched, then seed i - 1's
  * edges are written, their memory already on its way. */
-int64_t sample_uniform(int64_t n, const int64_t *indptr, const int64_t *seeds, int64_t k, uint64_t key,
-                       int64_t nslots, const int64_t *indices, const int64_t *nid_map, int64_t nlocal, int64_t nid_add,
-                       int64_t map_from, const int64_t *eid_map, int64_t eid_add, int64_t *out_seg, int64_t *out_src,
-                       int64_t *out_eid) {
+int64_t sample_uniform(int64_t ncsc, const csc_t *cscs, int64_t n, const int64_t *seeds, const int64_t *owner,
+                       int64_t k, int64_t *counters, int64_t *out_seg, int64_t *out_src, int64_t *out_eid) {
     int64_t m = 0, picks[2][MAX_K], got_before = 0;
-    if (k > MAX_K) return -1;
+    const csc_t *before = 0;
+    if (k < 0 || k > MAX_K) return -1;
     for (int64_t i = 0; i <= n; i++) {
         int64_t *p = picks[i & 1], got = 0;
-        if (i < n) {
-            int64_t start = indptr[seeds[i]], deg = indptr[seeds[i] + 1] - start;
-            if (start < 0 || deg < 0 || start + deg > nslots) return -2;
+        const csc_t *c = i < n ? csc_of(i, ncsc, cscs, owner) : 0;
+        if (c) {
+            int64_t r = seeds[i] - c->row_add, start = c->indptr[r], deg = c->indptr[r + 1] - start;
+            int64_t pos = counters[c - cscs]++;
             got = deg <= k ? deg : k;
             if (deg <= k) {
                 for (int64_t j = 0; j < deg; j++) p[j] = start + j;
             } else {
-                uint64_t state = key ^ ((uint64_t)i * 0xD1B54A32D192ED03ULL);
+                uint64_t state = c->key ^ ((uint64_t)pos * 0xD1B54A32D192ED03ULL);
                 for (int64_t j = deg - k, q0 = 0; j < deg; j++, q0++) {
                     int64_t t = start + below(&state, j + 1), taken = 0;
                     for (int64_t q = 0; q < q0; q++) {
@@ -82,15 +121,15 @@ int64_t sample_uniform(int64_t n, const int64_t *indptr, const int64_t *seeds, i
                 }
             }
             for (int64_t j = 0; j < got; j++) {
-                if (indices) __builtin_prefetch(indices + p[j]);
-                if (eid_map) __builtin_prefetch(eid_map + p[j]);
+                if (c->indices) __builtin_prefetch(c->indices + p[j]);
+                if (c->eid_map) __builtin_prefetch(c->eid_map + p[j]);
             }
         }
-        if (i > 0) {
-            m = emit(i - 1, picks[(i - 1) & 1], got_before, m, indices, nid_map, nlocal, nid_add, map_from, eid_map,
-                     eid_add, out_seg, out_src, out_eid);
+        if (before) {
+            m = emit(before, i - 1, picks[(i - 1) & 1], got_before, m, out_seg, out_src, out_eid);
             if (m < 0) return m;
         }
+        before = c;
         got_before = got;
     }
     return m;
@@ -105,12 +144,14 @@ int64_t sample_uniform(int64_t n, const int64_t *indptr, const int64_t *seeds, i
  * prefetched AHEAD ids early. out_nodes receives the distinct ids, out_src the local id of
  * each src id.
  *
- * With `rows` (the destination row of each src, in [0, nd)) the edges also come out grouped
- * by row, stably, in the same pass: edge i goes to position counts[rows[i]]++ of out_src,
- * out_rows and out_eids (from `eids`), after a counting pass; `counts` holds nd + 1 zeroed
- * slots. Returns the number of distinct ids; -1 if the table is too small (more than cap / 2
- * distinct ids: call again with a bigger one and a new epoch), -2 if dst repeats an id, -3 if a
- * row is out of range. */
+ * With `rows` (the destination row of each src, in [0, nd)) the edges are first grouped by
+ * row, stably (a counting pass, then edge i goes to position counts[rows[i]]++ of out_src,
+ * out_rows and out_eids (from `eids`); `counts` holds nd + 1 zeroed slots), and the sources
+ * are numbered in that grouped order: the block depends on each destination's edges, not on
+ * the order the edges came in (a machine at a time, or in seed order). Returns the number of
+ * distinct ids; -1 if the table is too small (more than cap / 2 distinct ids: call again with a
+ * bigger one, a new epoch and zeroed counts), -2 if dst repeats an id, -3 if a row is out of
+ * range. */
 #define AHEAD 8
 static inline uint64_t slot_of(int64_t id, int shift) {
     return (((uint64_t)id + 1) * 0x9E3779B97F4A7C15ULL) >> shift; /* the product's high bits */
@@ -128,6 +169,13 @@ int64_t relabel(int64_t nd, const int64_t *dst, int64_t ns, const int64_t *src, 
             counts[rows[i] + 1]++;
         }
         for (int64_t r = 0; r < nd; r++) counts[r + 1] += counts[r];
+        for (int64_t e = 0; e < ns; e++) {
+            int64_t at = counts[rows[e]]++;
+            out_src[at] = src[e]; /* the source's id for now: numbered in place below */
+            out_rows[at] = rows[e];
+            out_eids[at] = eids[e];
+        }
+        src = out_src;
     }
     int64_t n = 0, total = nd + ns;
     for (int64_t i = 0; i < total; i++) {
@@ -146,15 +194,7 @@ int64_t relabel(int64_t nd, const int64_t *dst, int64_t ns, const int64_t *src, 
             table[2 * h + 1] = n;
             out_nodes[n++] = id;
         }
-        if (i < nd) continue;
-        if (rows) {
-            int64_t e = i - nd, at = counts[rows[e]]++;
-            out_src[at] = table[2 * h + 1];
-            out_rows[at] = rows[e];
-            out_eids[at] = eids[e];
-        } else {
-            out_src[i - nd] = table[2 * h + 1];
-        }
+        if (i >= nd) out_src[i - nd] = table[2 * h + 1]; /* src may be out_src: read above, at i */
     }
     return n;
 }

@@ -13,11 +13,12 @@ cumulative weights.
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 
 import torch
 
-from ..native import kernels
+from ..native import CscStruct, kernels
 
 # Floyd's algorithm checks each draw against the seed's earlier ones: O(fanout^2) per seed,
 # fine in C up to this fanout (DGL's [10, 25] and the like); larger ones use the torch path.
@@ -60,29 +61,34 @@ def sample_csc(
         return seg, slots
     if replace:
         return _with_replacement(start, deg, fanout, prob, generator)
-    if prob is None and fanout <= NATIVE_MAX_FANOUT:
-        native = _native_uniform(indptr, seeds, fanout, generator)
+    if prob is None:
+        native = sample_uniform_native([Csc(indptr)], seeds, None, fanout, [generator], with_eids=False)
         if native is not None:
             return native
     return _without_replacement(start, deg, fanout, prob, generator)
 
 
 @dataclass(frozen=True)
-class SlotIds:
-    """How a CSC slot becomes global ids. Its source, with local id l = indices[slot], is
-    l + nid_add when l < map_from (a partition's owned nodes, whose ids are a range) and
-    nid_map[l] otherwise (its halo nodes; never when nid_map is None); its edge is
-    eid_map[slot] (slot + eid_add when eid_map is None)."""
+class Csc:
+    """A CSC to sample from, and how its slots become global ids. Seed s is row s - row_add.
+    With local id l = indices[slot], an edge's source is l + nid_add when l < map_from (a
+    partition's owned nodes, whose ids are a range) and nid_map[l] otherwise (its halo nodes;
+    never when nid_map is None); its id is eid_map[slot] (slot + eid_add when eid_map is None).
+    Without `indices`, the "source" is the slot itself."""
 
-    indices: torch.Tensor
+    indptr: torch.Tensor
+    indices: torch.Tensor | None = None
     nid_map: torch.Tensor | None = None
     nid_add: int = 0
     map_from: int = 0
     eid_map: torch.Tensor | None = None
     eid_add: int = 0
+    row_add: int = 0
 
-    def apply(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def ids(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(source ids, edge ids) of `slots` (index_select: a third of `[]`'s time on 1-D gathers)."""
+        if self.indices is None:
+            return slots, slots + self.eid_add
         local = self.indices.index_select(0, slots)
         if self.nid_map is None:
             src = local + self.nid_add
@@ -95,52 +101,73 @@ class SlotIds:
         eids = self.eid_map.index_select(0, slots) if self.eid_map is not None else slots + self.eid_add
         return src, eids
 
+    def native(self, key: int) -> CscStruct | None:
+        """This CSC as the C kernels take it, its seeds' streams keyed by `key`; None when an
+        array does not suit them (not int64, not contiguous)."""
+        arrays = [a for a in (self.indptr, self.indices, self.nid_map, self.eid_map) if a is not None]
+        if not all(a.dtype == torch.int64 and a.is_contiguous() for a in arrays):
+            return None
+        ptr = lambda a: None if a is None else a.data_ptr()  # noqa: E731
+        nslots = int(self.indptr[-1]) if self.indices is None else self.indices.numel()
+        if self.eid_map is not None:
+            nslots = min(nslots, self.eid_map.numel())
+        nlocal = self.nid_map.numel() if self.nid_map is not None else 0
+        map_from = self.map_from if self.nid_map is not None else (1 << 63) - 1
+        return CscStruct(ptr(self.indptr), self.indptr.numel() - 1, nslots, ptr(self.indices), ptr(self.nid_map),
+                         nlocal, self.nid_add, map_from, ptr(self.eid_map), self.eid_add, self.row_add, key)
 
-def sample_csc_ids(indptr: torch.Tensor, ids: SlotIds, seeds: torch.Tensor, fanout: int, replace: bool = False,
+
+def sample_csc_ids(csc: Csc, seeds: torch.Tensor, fanout: int, replace: bool = False,
                    prob: torch.Tensor | None = None, generator: torch.Generator | None = None
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`sample_csc`, returning (seed position, source id, edge id) per sampled edge: in one pass
-    of C for uniform sampling without replacement, else sampled slots mapped through `ids`."""
+    """`sample_csc` on `csc` (seeds are ids: row + row_add), returning (seed position, source
+    id, edge id) per sampled edge: in one pass of C for uniform sampling without replacement,
+    else sampled slots mapped through `csc.ids`."""
     seeds = seeds.to(torch.int64)
-    if not replace and prob is None and 0 <= fanout <= NATIVE_MAX_FANOUT:
-        native = _native_uniform(indptr, seeds, fanout, generator, ids)
+    if not replace and prob is None:
+        native = sample_uniform_native([csc], seeds, None, fanout, [generator])
         if native is not None:
             return native
-    seg, slots = sample_csc(indptr, seeds, fanout, replace, prob, generator)
-    return (seg, *ids.apply(slots))
+    seg, slots = sample_csc(csc.indptr, seeds - csc.row_add, fanout, replace, prob, generator)
+    return (seg, *csc.ids(slots))
 
 
-def _native_uniform(indptr: torch.Tensor, seeds: torch.Tensor, fanout: int, generator: torch.Generator | None,
-                    ids: SlotIds | None = None) -> tuple[torch.Tensor, ...] | None:
-    """Uniform sampling without replacement in one pass of C (`native/sampling.c`), keyed by
-    one draw from `generator`: (seed position, slot) per edge, or with `ids` (seed position,
-    source id, edge id). None when the kernels are not built or the arrays do not suit them
-    (the torch path runs)."""
+def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: torch.Tensor | None, fanout: int,
+                          generators: list[torch.Generator | None], with_eids: bool = True
+                          ) -> tuple[torch.Tensor, ...] | None:
+    """Uniform sampling without replacement in one pass of C (`native/sampling.c`) over seeds
+    of several CSCs: seed i on `cscs[owner[i]]` (on cscs[0] when owner is None; skipped when
+    that is None), edges grouped by seed in seed order. Each CSC's seeds draw from one key
+    taken from its generator, as a lone call on that CSC would. Returns (seed position,
+    source id[, edge id]) per edge; None when the kernels are not built, the fanout is beyond
+    them or an array does not suit them (the torch path runs)."""
     lib = kernels()
-    arrays = [indptr] + ([] if ids is None else [a for a in (ids.indices, ids.nid_map, ids.eid_map) if a is not None])
-    if lib is None or not all(a.dtype == torch.int64 and a.is_contiguous() for a in arrays):
+    if lib is None or not 0 <= fanout <= NATIVE_MAX_FANOUT:
         return None
+    table = (CscStruct * len(cscs))()
+    for i, (csc, gen) in enumerate(zip(cscs, generators)):
+        if csc is not None:
+            struct = csc.native(int(torch.randint(0, 1 << 62, (1,), generator=gen)))
+            if struct is None:
+                return None
+            table[i] = struct
     seeds = seeds.contiguous()
-    if seeds.numel() and not 0 <= int(seeds.min()) <= int(seeds.max()) < indptr.numel() - 1:
-        raise IndexError(f"seeds must be rows of the CSC, in [0, {indptr.numel() - 1})")  # C reads unchecked
-    start = indptr.index_select(0, seeds)
-    total = int(torch.clamp(indptr.index_select(0, seeds + 1) - start, min=0, max=fanout).sum())
-    out = [torch.empty(total, dtype=torch.int64) for _ in range(2 if ids is None else 3)]
-    key = int(torch.randint(0, 1 << 62, (1,), generator=generator))
-    ptr = lambda a: None if a is None else a.data_ptr()  # noqa: E731
-    if ids is None:
-        maps = (int(indptr[-1]), None, None, 0, 0, 0, None, 0)
-    else:
-        nlocal = ids.nid_map.numel() if ids.nid_map is not None else 0
-        map_from = ids.map_from if ids.nid_map is not None else (1 << 63) - 1
-        maps = (ids.indices.numel(), ptr(ids.indices), ptr(ids.nid_map), nlocal, ids.nid_add, map_from,
-                ptr(ids.eid_map), ids.eid_add)
-        if ids.eid_map is not None and ids.eid_map.numel() < ids.indices.numel():
-            raise IndexError("eid_map must have one id per CSC slot")
-    got = lib.sample_uniform(seeds.numel(), indptr.data_ptr(), seeds.data_ptr(), fanout, key, *maps,
-                             out[0].data_ptr(), out[1].data_ptr(), out[2].data_ptr() if ids is not None else None)
+    owner_ptr = None
+    if owner is not None:
+        owner = owner.to(torch.int64).contiguous()
+        owner_ptr = owner.data_ptr()
+    args = (len(cscs), ctypes.addressof(table), seeds.numel(), seeds.data_ptr(), owner_ptr, fanout)
+    total = lib.sample_count(*args)
+    if total == -3:
+        raise IndexError("seeds must be rows of the CSC they are sampled on")
+    if total == -2:
+        raise IndexError("the CSC's indptr points outside its arrays (a corrupt partition?)")
+    out = [torch.empty(total, dtype=torch.int64) for _ in range(3 if with_eids else 2)]
+    counters = torch.zeros(len(cscs), dtype=torch.int64)
+    got = lib.sample_uniform(*args, counters.data_ptr(), out[0].data_ptr(), out[1].data_ptr(),
+                             out[2].data_ptr() if with_eids else None)
     if got == -2:
-        raise IndexError("the CSC's indptr or indices point outside its arrays (a corrupt partition?)")
+        raise IndexError("the CSC's indices point outside its id map (a corrupt partition?)")
     if got != total:
         raise RuntimeError(f"sample_uniform wrote {got} edges, expected {total}")
     return tuple(out)

@@ -7,7 +7,7 @@ import torch
 from ..errors import InputError
 from ..graph import Graph, as_id_tensor
 from ..partition import Partition
-from .kernel import SlotIds, sample_csc_ids
+from .kernel import Csc, sample_csc_ids, sample_uniform_native
 
 
 class SampledEdges:
@@ -59,11 +59,20 @@ def sample_graph(g: Graph, seeds, fanout: int, edge_dir: str = "in", replace: bo
         raise InputError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
     indptr, other, eids = g.csc() if edge_dir == "in" else g.csr()
     slot_prob = prob[eids] if prob is not None else None
-    seg, other_ids, edge_ids = sample_csc_ids(indptr, SlotIds(other, eid_map=eids), seeds, fanout, replace, slot_prob,
+    seg, other_ids, edge_ids = sample_csc_ids(Csc(indptr, other, eid_map=eids), seeds, fanout, replace, slot_prob,
                                               generator)
     if edge_dir == "in":
         return SampledEdges(other_ids, None, edge_ids, seg, seeds)
     return SampledEdges(seeds.index_select(0, seg), other_ids, edge_ids, seg)
+
+
+def partition_csc(part: Partition) -> Csc:
+    """A partition's CSC for the kernels: seeds are its global ids, owned sources get their
+    ids by an add, halo sources through `global_nid`, edges by an add when they are a range."""
+    owned = part.owned_nid_start
+    return Csc(part.indptr, part.indices, part.global_nid, owned or 0, part.num_inner_nodes if owned is not None else 0,
+               None if part.eid_start is not None else part.eids, part.eid_start or 0,
+               part.book.node_range(part.part_id, None)[0])
 
 
 def sample_partition(part: Partition, seeds, fanout: int, replace: bool = False,
@@ -80,8 +89,31 @@ def sample_partition(part: Partition, seeds, fanout: int, replace: bool = False,
     if prob is not None:
         elo, _ = part.book.edge_range(part.part_id, None)
         slot_prob = prob[part.eids - elo]
-    owned = part.owned_nid_start
-    ids = SlotIds(part.indices, part.global_nid, owned or 0, part.num_inner_nodes if owned is not None else 0,
-                  None if part.eid_start is not None else part.eids, part.eid_start or 0)
-    seg, src, eids = sample_csc_ids(part.indptr, ids, seeds - lo, fanout, replace, slot_prob, generator)
+    seg, src, eids = sample_csc_ids(partition_csc(part), seeds, fanout, replace, slot_prob, generator)
     return SampledEdges(src, None, eids, seg, seeds)
+
+
+def sample_partitions(jobs: dict[int, tuple[Partition, torch.Generator | None, torch.Tensor | None]],
+                      seeds: torch.Tensor, owner: torch.Tensor, fanout: int, replace: bool = False) -> SampledEdges:
+    """Seeds of several partitions at once: seed i on partition `owner[i]`, whose job is
+    (partition, generator, edge weights or None); seeds of partitions without a job are left
+    out. Each partition's share is what `sample_partition` draws from its generator. Uniform
+    draws without replacement run in one pass of C in seed order (edges grouped by seed, as a
+    block wants them); the rest partition by partition."""
+    if not jobs:
+        return SampledEdges(seeds.new_empty(0), None, seeds.new_empty(0), seeds.new_empty(0), seeds)
+    if not replace and all(w is None for _, _, w in jobs.values()):
+        n = max(jobs) + 1
+        cscs, gens = [None] * n, [None] * n
+        for m, (part, gen, _) in jobs.items():
+            cscs[m], gens[m] = partition_csc(part), gen
+        native = sample_uniform_native(cscs, seeds, owner, fanout, gens)
+        if native is not None:
+            seg, src, eids = native
+            return SampledEdges(src, None, eids, seg, seeds)
+    parts = []
+    for m, (part, gen, weights) in jobs.items():
+        pos = torch.nonzero(owner == m).flatten()
+        e = sample_partition(part, seeds.index_select(0, pos), fanout, replace, weights, gen)
+        parts.append(SampledEdges(e.src, None, e.eids, pos.index_select(0, e.seed_pos), seeds))
+    return SampledEdges.cat(parts)
