@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from typing import Iterator
 
 import torch
@@ -26,7 +25,6 @@ class _SeedLoader:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.batch_size, self.shuffle, self.drop_last, self.generator = batch_size, shuffle, drop_last, generator
-        self._pool: SamplerPool | None = None
 
     def __len__(self) -> int:
         n = self.seeds.numel()
@@ -39,20 +37,17 @@ class _SeedLoader:
         rng_seeds = torch.randint(0, MAX_SEED, (len(batches),), generator=self.generator).tolist()
         pool = self._sampler_pool()
         if pool is not None:
-            yield from pool.run(batches, rng_seeds)
+            yield from pool.run(self.collator.spec(), batches, rng_seeds)
             return
         for seeds, rng_seed in zip(batches, rng_seeds):
             yield self.collator.collate(seeds, torch.Generator().manual_seed(rng_seed))
 
     def _sampler_pool(self) -> SamplerPool | None:
-        """The launcher's sampler processes for this loader, or None to sample in this process
-        (standalone, `--num_samplers 0`, or an in-memory graph)."""
-        if self._pool is None and isinstance(self.collator.g, DistGraph):
-            ctx = get_context()
-            if ctx.role == "trainer" and (ctx.num_samplers or 0) > 0:
-                self._pool = SamplerPool(ctx.num_samplers, self.collator.spec())
-                weakref.finalize(self, self._pool.close)  # a loader's workers end with it
-        return self._pool
+        """The trainer's sampler processes, or None to sample in this process (standalone,
+        `--num_samplers 0`, or an in-memory graph)."""
+        if isinstance(self.collator.g, DistGraph):
+            return get_context().sampler_pool
+        return None
 
 
 class DistNodeDataLoader(_SeedLoader):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import torch
@@ -13,7 +12,8 @@ from ..cluster.env import ProcessEnv
 from ..distributed import exit_client
 from ..rpc.wire import pack, unpack
 from .collate import collator_from_spec
-from .workers import ENDPOINT, SPEC, encode
+from ..errors import DistGraphError
+from .workers import ENDPOINT, encode
 
 
 def main() -> None:
@@ -24,20 +24,36 @@ def main() -> None:
     sock.setsockopt(zmq.LINGER, 5000)
     sock.connect(os.environ[ENDPOINT])
     try:
-        spec = json.loads(os.environ[SPEC])
         initialize()
-        collator = collator_from_spec(DistGraph(spec["graph_name"]), spec)
     except Exception as exc:
         sock.send_multipart(pack({"error": f"{type(exc).__name__}: {exc}"}))
         raise
     sock.send_multipart(pack({"ready": True}))  # its lifeline ends this process with its trainer
+    graphs: dict[str, DistGraph] = {}
+    collators: dict[int, object] = {}  # spec id -> collator, or the error that building it raised
+
+    def build(spec: dict):
+        try:
+            name = spec["graph_name"]
+            if name not in graphs:
+                graphs[name] = DistGraph(name)
+            return collator_from_spec(graphs[name], spec)
+        except Exception as exc:  # reported with every batch that names this spec
+            return f"{type(exc).__name__}: {exc}"
+
     try:
         while True:
             header, arrays = unpack(sock.recv_multipart(copy=False))
             if header.get("stop"):
                 break
+            if "spec" in header:
+                collators[header["spec_id"]] = build(header["spec"])
+                continue
             ids = {"run": header.get("run"), "batch": header.get("batch")}
             try:
+                collator = collators[header["spec_id"]]
+                if isinstance(collator, str):
+                    raise DistGraphError(f"this loader's settings cannot be used here: {collator}")
                 generator = torch.Generator().manual_seed(header["seed"])
                 out_header, out = encode(collator.collate(arrays[0], generator))
                 sock.send_multipart(pack({**ids, **out_header}, out))

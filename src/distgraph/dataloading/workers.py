@@ -1,14 +1,18 @@
 """Sampler processes: the `--num_samplers` workers of a launched trainer sample its mini-batches.
 
-A worker is `python -m distgraph.dataloading.sampler_worker`, started by the trainer with
-its environment and the sampler role (`sampler_env`), so no user code runs in it. It
-connects to the servers, opens the same `DistGraph`, rebuilds the loader's collator from
-a small JSON spec, and answers seed batches over a ZeroMQ pair on loopback. Mini-batches
-travel in the wire format (msgpack header + raw array buffers; no pickle). The trainer
-keeps `PREFETCH` batches per worker in flight and yields them in order. Every send and
-receive is bounded and watches the worker's process, so a worker that fails or dies
-becomes an error naming it, never a hang; workers hold a lifeline to the trainer
-(`cluster.lifeline`) and end with it, whatever they are doing.
+The pool is started once per trainer, by `initialize` (as DGL does), and every loader of
+the trainer uses it: a loader's collator is described by a small JSON spec, which a worker
+builds the first time a job names it and keeps (loaders with the same settings share it),
+so a new loader costs no new process. A worker is `python -m
+distgraph.dataloading.sampler_worker`, started by the trainer with its environment and the
+sampler role (`sampler_env`), so no user code runs in it. It connects to the servers, and
+answers seed batches over a ZeroMQ pair on loopback. Mini-batches travel in the wire format
+(msgpack header + raw array buffers; no pickle). Each iteration of a loader is a run that
+keeps `PREFETCH` batches per worker in flight and yields them in order; runs may
+interleave (a worker's replies for another run are kept for it; those of an abandoned run
+are dropped). Every send and receive is bounded and watches the worker's process, so a
+worker that fails or dies becomes an error naming it, never a hang; workers hold a
+lifeline to the trainer (`cluster.lifeline`) and end with it, whatever they are doing.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from .collate import PairGraph
 PREFETCH = 2
 POLL_MS = 500
 STOP_SECONDS = 10.0  # for the workers to say goodbye to the servers and exit
-ENDPOINT, SPEC = "DISTGRAPH_SAMPLER_ENDPOINT", "DISTGRAPH_SAMPLER_SPEC"
+ENDPOINT = "DISTGRAPH_SAMPLER_ENDPOINT"
 
 
 def encode(batch: tuple) -> tuple[dict, list[torch.Tensor]]:
@@ -60,42 +64,53 @@ def decode(header: dict, arrays: list[torch.Tensor]) -> tuple:
 
 
 class _Worker:
-    def __init__(self, ctx: zmq.Context, index: int, spec: dict, credentials: Credentials):
+    def __init__(self, ctx: zmq.Context, index: int, credentials: Credentials):
         self.index = index
         self.sock = ctx.socket(zmq.PAIR)
         credentials.server(self.sock)  # only a process that proves the job's secret can be this worker
         self.sock.setsockopt(zmq.LINGER, 0)
         port = self.sock.bind_to_random_port("tcp://127.0.0.1")
         self.lifeline = Lifeline()
-        env = {**sampler_env(index, self.lifeline.read_fd), ENDPOINT: f"tcp://127.0.0.1:{port}",
-               SPEC: json.dumps(spec), "OMP_NUM_THREADS": "1"}
+        env = {**sampler_env(index, self.lifeline.read_fd), ENDPOINT: f"tcp://127.0.0.1:{port}", "OMP_NUM_THREADS": "1"}
         self.proc = subprocess.Popen([sys.executable, "-m", "distgraph.dataloading.sampler_worker"], env=env,
                                      pass_fds=(self.lifeline.read_fd,))
         self.lifeline.started()
+        self.specs: set[int] = set()  # the collator specs this worker has been sent
 
     def describe(self) -> str:
         return f"sampler process {self.index} (pid {self.proc.pid})"
 
 
 class SamplerPool:
-    """`num` sampler processes for one loader; started on first use, reused across epochs."""
+    """A trainer's `num` sampler processes, shared by all its loaders. They start at once and
+    are waited for on first use, so their start-up overlaps the trainer's own."""
 
-    def __init__(self, num: int, spec: dict):
+    def __init__(self, num: int):
         from ..distributed.runtime import get_context
 
         ctx = get_context()
         self.startup_timeout, self.batch_timeout = ctx.timeouts.startup, ctx.timeouts.request
         self.zmq = zmq.Context()
         self.authenticator = Authenticator(self.zmq, ctx.credentials, f"distgraph trainer (rank {ctx.rank})")
-        self.workers = [_Worker(self.zmq, i, spec, ctx.credentials) for i in range(num)]
+        self.workers = [_Worker(self.zmq, i, ctx.credentials) for i in range(num)]
+        self.ready = False
+        self.specs: dict[str, int] = {}  # a collator spec (as JSON) -> its id
         self.runs = 0
-        self.active = False
+        self.live: dict[int, dict[int, tuple[dict, list]]] = {}  # run -> replies received ahead of their turn
         self.stopped_by: str | None = None
         atexit.register(self.close)
-        for w in self.workers:
-            header, _ = self._recv(w, self.startup_timeout)
-            if header.get("error"):
-                self._fail(f"{w.describe()} failed to start: {header['error']}")
+
+    def _start(self) -> None:
+        """Wait until every worker has said it is ready (once)."""
+        if not self.workers:
+            raise DistGraphError(f"this trainer's sampler processes were stopped after an error "
+                                 f"({self.stopped_by or 'at exit'})")
+        if not self.ready:
+            for w in self.workers:
+                header, _ = self._recv(w, self.startup_timeout)
+                if header.get("error"):
+                    self._fail(f"{w.describe()} failed to start: {header['error']}")
+            self.ready = True
 
     def _fail(self, message: str):
         """Stop every worker and raise `message` (later uses of the pool repeat it)."""
@@ -120,45 +135,52 @@ class SamplerPool:
         self._wait(w, zmq.POLLIN, timeout, "waiting for a batch")
         return unpack(w.sock.recv_multipart(copy=False))
 
-    def _send(self, w: _Worker, header: dict, arrays: list[torch.Tensor]) -> None:
-        """Send a job to worker `w` (a dead worker accepts nothing: `send` alone could block forever)."""
+    def _send(self, w: _Worker, header: dict, arrays: list[torch.Tensor] = ()) -> None:
+        """Send a message to worker `w` (a dead worker accepts nothing: `send` alone could block forever)."""
         self._wait(w, zmq.POLLOUT, self.batch_timeout, "sending it a job")
-        w.sock.send_multipart(pack(header, arrays), flags=zmq.NOBLOCK)
+        w.sock.send_multipart(pack(header, list(arrays)), flags=zmq.NOBLOCK)
 
-    def run(self, batches: list[torch.Tensor], rng_seeds: list[int]) -> Iterator:
-        """Mini-batches of `batches` (seed tensors, each with the seed of its random draws), in
-        order; batch i is sampled by worker i mod n.
+    def _job(self, w: _Worker, spec_id: int, spec: dict, header: dict, seeds: torch.Tensor) -> None:
+        """Send `w` a batch to collate with spec `spec_id`, and the spec first if `w` lacks it."""
+        if spec_id not in w.specs:
+            self._send(w, {"spec_id": spec_id, "spec": spec})
+            w.specs.add(spec_id)
+        self._send(w, {**header, "spec_id": spec_id}, [seeds])
 
-        Jobs carry (run, batch) ids, so results of a run abandoned midway are dropped."""
-        if not self.workers:
-            raise DistGraphError(f"this loader's sampler processes were stopped after an error "
-                                 f"({self.stopped_by or 'at exit'}); create a new loader")
-        if self.active:
-            raise DistGraphError("this loader is already being iterated; with sampler processes a loader "
-                                 "serves one iteration at a time (finish or drop the other one first)")
-        self.active = True
+    def _reply(self, run: int, i: int, w: _Worker) -> tuple[dict, list]:
+        """Batch `i` of `run`, which worker `w` makes; replies of other runs that come first are
+        kept for them (or dropped, for runs no longer iterated)."""
+        kept = self.live[run]
+        while i not in kept:
+            header, arrays = self._recv(w, self.batch_timeout)
+            other = self.live.get(header.get("run"))
+            if other is not None and isinstance(header.get("batch"), int):
+                other[header["batch"]] = (header, arrays)
+        return kept.pop(i)
+
+    def run(self, spec: dict, batches: list[torch.Tensor], rng_seeds: list[int]) -> Iterator:
+        """Mini-batches of `batches` (seed tensors, each with the seed of its random draws),
+        collated as `spec` describes, in order; batch i is sampled by worker i mod n."""
+        self._start()
+        key = json.dumps(spec, sort_keys=True)
+        spec_id = self.specs.setdefault(key, len(self.specs))
         self.runs += 1
-        run = self.runs
-        n = len(self.workers)
+        run, n = self.runs, len(self.workers)
+        self.live[run] = {}
         sent = 0
         try:
             for i in range(len(batches)):
                 while sent < len(batches) and sent < i + PREFETCH * n:
-                    self._send(self.workers[sent % n], {"run": run, "batch": sent, "seed": rng_seeds[sent]},
-                               [batches[sent]])
+                    self._job(self.workers[sent % n], spec_id, spec,
+                              {"run": run, "batch": sent, "seed": rng_seeds[sent]}, batches[sent])
                     sent += 1
                 w = self.workers[i % n]
-                while True:
-                    header, arrays = self._recv(w, self.batch_timeout)
-                    if header.get("run") != run:
-                        continue  # left over from an abandoned iteration
-                    if header.get("error"):
-                        raise DistGraphError(f"{w.describe()} could not sample batch {i}: {header['error']}")
-                    if header.get("batch") == i:
-                        yield decode(header, arrays)
-                        break
+                header, arrays = self._reply(run, i, w)
+                if header.get("error"):
+                    raise DistGraphError(f"{w.describe()} could not sample batch {i}: {header['error']}")
+                yield decode(header, arrays)
         finally:
-            self.active = False
+            self.live.pop(run, None)
 
     def close(self) -> None:
         """Stop the workers (they say goodbye to the servers) and wait for them, a bounded time;
@@ -186,6 +208,7 @@ class SamplerPool:
                 w.proc.wait()
             w.sock.close()
         self.workers = []
+        self.live.clear()
         self.authenticator.close()
         self.zmq.term()
         atexit.unregister(self.close)

@@ -51,6 +51,7 @@ class Context:
     servers_stopped: bool = False  # after shutdown_servers(): no goodbye to send
     rendezvous: object | None = None  # trainer 0: torch.distributed's store (`rendezvous`)
     credentials: Credentials | None = None  # launched processes: the job's secret (`rpc.auth`)
+    sampler_pool: object | None = None  # a launched trainer's sampler processes (`dataloading.workers`)
 
     @property
     def standalone(self) -> bool:
@@ -142,6 +143,10 @@ def initialize(ip_config: str | None = None, num_servers: int = 1, num_workers: 
     keep_freed_memory()  # a client's pulled rows and received messages (`serve` does it for servers)
     _CONTEXT = _standalone(part_config, num_workers) if env is None else _connect(env)
     atexit.register(exit_client)
+    if _CONTEXT.role == "trainer" and _CONTEXT.num_samplers > 0:
+        from ..dataloading.workers import SamplerPool  # the runtime needs loaders only here
+
+        _CONTEXT.sampler_pool = SamplerPool(_CONTEXT.num_samplers)  # shared by every loader of this trainer
 
 
 def get_context() -> Context:
@@ -191,6 +196,8 @@ def exit_client() -> None:
     if ctx is None:
         return
     try:
+        if ctx.sampler_pool is not None:
+            ctx.sampler_pool.close()  # its processes say their own goodbyes first
         if not ctx.standalone and not ctx.servers_stopped:
             ctx.client.goodbye()
     except DistGraphError as exc:

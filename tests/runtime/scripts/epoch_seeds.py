@@ -23,30 +23,43 @@ for epoch in range(2):
         seen.append(out)
     outputs.append(torch.cat(seen))
 assert torch.equal(outputs[0].sort().values, outputs[1].sort().values)
-samplers = len(loader._pool.workers) if loader._pool is not None else 0
-if samplers:
+pool = ctx.sampler_pool
+samplers = len(pool.workers) if pool is not None else 0
+
+
+def flat(batches) -> list[torch.Tensor]:
+    return [torch.cat([i, o, *(t.flatten() for b in blocks for t in (b.src_nodes, b.dst_nodes, b.edge_index,
+                                                                      b.eids))]) for i, o, blocks in batches]
+
+
+def seeded(fanouts=(3, 3), batch_size=64):
+    return dg.DistNodeDataLoader(g, train, dg.MultiLayerNeighborSampler(list(fanouts)), batch_size=batch_size,
+                                 shuffle=True, generator=torch.Generator().manual_seed(5))
+
+
+if samplers:  # one pool for the trainer: new loaders, even with other settings, start no process
+    pids = [w.proc.pid for w in pool.workers]
+    alone = {f: flat(seeded(f)) for f in ((3, 3), (2, 5))}
+    # two live iterations (of two loaders with different settings) interleave, each getting its own batches
+    a, b = iter(seeded((3, 3))), iter(seeded((2, 5)))
+    got = {(3, 3): [], (2, 5): []}
+    for x, y in zip(a, b):
+        got[(3, 3)].append(x)
+        got[(2, 5)].append(y)
+    got[(3, 3)] += list(a)
+    got[(2, 5)] += list(b)
+    assert all(len(flat(got[f])) == len(alone[f]) and all(torch.equal(p, q) for p, q in zip(flat(got[f]), alone[f]))
+               for f in alone)
     first = iter(loader)
     next(first)
-    try:
-        next(iter(loader))
-        raise AssertionError("a second live iteration must be refused")
-    except dg.DistGraphError as exc:
-        assert "already being iterated" in str(exc), exc
-    del first  # dropping the first iteration frees the loader
+    del first  # an abandoned iteration: its batches still on their way are dropped
     assert torch.equal(torch.cat([out for _, out, _ in loader]).sort().values, outputs[0].sort().values)
-if samplers:  # a seeded loader gives the same mini-batches in sampler processes as in this process
-    def flat(loader) -> list[torch.Tensor]:
-        return [torch.cat([i, o, *(t.flatten() for b in blocks for t in (b.src_nodes, b.dst_nodes, b.edge_index,
-                                                                          b.eids))]) for i, o, blocks in loader]
-
-    def seeded():
-        return dg.DistNodeDataLoader(g, train, dg.MultiLayerNeighborSampler([3, 3]), batch_size=64, shuffle=True,
-                                     generator=torch.Generator().manual_seed(5))
-
-    pooled = flat(seeded())
-    ctx.num_samplers = 0  # loaders made from here on sample in this process
+    assert [w.proc.pid for w in pool.workers] == pids and all(w.proc.poll() is None for w in pool.workers)
+    # a seeded loader gives the same mini-batches in sampler processes as in this process
+    ctx.sampler_pool = None  # loaders sample in this process from here on
     here = flat(seeded())
-    assert len(pooled) == len(here) > 1 and all(torch.equal(a, b) for a, b in zip(pooled, here))
+    ctx.sampler_pool = pool
+    assert len(alone[(3, 3)]) == len(here) > 1 and all(torch.equal(p, q) for p, q in zip(alone[(3, 3)], here))
 np.save(os.path.join(sys.argv[1], f"seeds_{rank}.npy"), outputs[0].numpy())
 np.save(os.path.join(sys.argv[1], f"samplers_{rank}.npy"), np.array([samplers]))
 dg.barrier()
