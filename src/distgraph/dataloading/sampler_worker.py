@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import deque
 
 import torch
 import zmq
@@ -41,9 +42,18 @@ def main() -> None:
         except Exception as exc:  # reported with every batch that names this spec
             return f"{type(exc).__name__}: {exc}"
 
+    pending: deque = deque()  # messages received, not yet handled
     try:
         while True:
-            header, arrays = unpack(sock.recv_multipart(copy=False))
+            if not pending:
+                pending.append(unpack(sock.recv_multipart(copy=False)))
+            while sock.poll(0, zmq.POLLIN):  # everything queued: a cancel may void jobs before it
+                pending.append(unpack(sock.recv_multipart(copy=False)))
+            cancelled = {h["cancel"] for h, _ in pending if "cancel" in h}
+            if cancelled:
+                pending = deque((h, a) for h, a in pending if "cancel" not in h and h.get("run") not in cancelled)
+                continue
+            header, arrays = pending.popleft()
             if header.get("stop"):
                 break
             if "spec" in header:

@@ -9,8 +9,8 @@ sampler role (`sampler_env`), so no user code runs in it. It connects to the ser
 answers seed batches over a ZeroMQ pair on loopback. Mini-batches travel in the wire format
 (msgpack header + raw array buffers; no pickle). Each iteration of a loader is a run that
 keeps `PREFETCH` batches per worker in flight and yields them in order; runs may
-interleave (a worker's replies for another run are kept for it; those of an abandoned run
-are dropped). Every send and receive is bounded and watches the worker's process, so a
+interleave (a worker's replies for another run are kept for it); workers skip the queued
+jobs of an abandoned run, and its replies are dropped. Every send and receive is bounded and watches the worker's process, so a
 worker that fails or dies becomes an error naming it, never a hang; workers hold a
 lifeline to the trainer (`cluster.lifeline`) and end with it, whatever they are doing.
 """
@@ -167,7 +167,7 @@ class SamplerPool:
         self.runs += 1
         run, n = self.runs, len(self.workers)
         self.live[run] = {}
-        sent = 0
+        sent = received = 0
         try:
             for i in range(len(batches)):
                 while sent < len(batches) and sent < i + PREFETCH * n:
@@ -176,11 +176,17 @@ class SamplerPool:
                     sent += 1
                 w = self.workers[i % n]
                 header, arrays = self._reply(run, i, w)
+                received += 1
                 if header.get("error"):
                     raise DistGraphError(f"{w.describe()} could not sample batch {i}: {header['error']}")
                 yield decode(header, arrays)
         finally:
             self.live.pop(run, None)
+            for j in range(received, min(sent, received + n)) if self.workers else ():  # abandoned
+                try:  # best effort, also when the pool is being garbage-collected: workers skip its queued jobs
+                    self.workers[j % n].sock.send_multipart(pack({"cancel": run}), flags=zmq.NOBLOCK)
+                except zmq.ZMQError:
+                    pass
 
     def close(self) -> None:
         """Stop the workers (they say goodbye to the servers) and wait for them, a bounded time;
