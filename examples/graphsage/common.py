@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
+import sys
 
 import torch
 import torch.distributed as tdist
@@ -19,10 +21,12 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--num_epochs", type=int, default=3)
     ap.add_argument("--num_hidden", type=int, default=64)
     ap.add_argument("--num_layers", type=int, default=2)
-    ap.add_argument("--fan_out", default="10,25", help="fanouts, input layer first")
+    ap.add_argument("--fan_out", default="10,25", help="fanouts, input layer first; -1 takes every in-neighbour")
+    ap.add_argument("--eval_fan_out", help="fanouts for evaluation (default: --fan_out; -1,-1 for all neighbours)")
     ap.add_argument("--batch_size", type=int, default=1000)
     ap.add_argument("--batch_size_eval", type=int, default=10000)
     ap.add_argument("--lr", type=float, default=0.003)
+    ap.add_argument("--weight_decay", type=float, default=0.0, help="Adam's L2 penalty on the dense weights")
     ap.add_argument("--dropout", type=float, default=0.5)
     ap.add_argument("--num_threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
     ap.add_argument("--seed", type=int, default=0, help="seed of the model's initialisation, sampling and dropout")
@@ -30,6 +34,27 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--checkpoint_interval", type=int, default=1, help="epochs between checkpoints")
     ap.add_argument("--resume", action="store_true",
                     help="continue from the newest complete checkpoint in --checkpoint_dir (from scratch if none)")
+
+
+NEGATIVE_LIST = re.compile(r"^-\d+(,-?\d+)*$")
+
+
+def parse(ap: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse.Namespace:
+    """`ap.parse_args`, also taking `--fan_out -1,-1` (argparse reads a value that starts with
+    '-' and is not one number as an option: such a value is joined to its option here)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and NEGATIVE_LIST.match(arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    args = ap.parse_args(out)
+    for name in ("fan_out", "eval_fan_out"):
+        value = getattr(args, name, None)
+        if value is not None and not re.fullmatch(r"-?\d+(,-?\d+)*", value):
+            ap.error(f"--{name} takes comma-separated integers (-1: all neighbours), got {value!r}")
+    return args
 
 
 def start(args: argparse.Namespace) -> tuple[dg.DistGraph, bool, int]:
@@ -66,19 +91,26 @@ def all_sum(values: list[float], distributed: bool) -> list[float]:
     return t.tolist()
 
 
-def fanouts(args: argparse.Namespace) -> list[int]:
-    return [int(f) for f in args.fan_out.split(",")]
+def fanouts(text: str) -> list[int]:
+    """'10,25' -> [10, 25]; -1 takes every in-neighbour."""
+    return [int(f) for f in text.split(",")]
+
+
+def optimizer(model: torch.nn.Module, args: argparse.Namespace) -> torch.optim.Optimizer:
+    return torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
 
 
 class Checkpoints:
     """Epoch checkpoints of a run (`--checkpoint_dir`, `--checkpoint_interval`, `--resume`): the
-    dense model and optimizer, the random state, and any DistEmbeddings with their optimizer state."""
+    dense model and optimizer, the random state, `extra` (the run's own plain values, such as
+    its best epoch so far), and any DistEmbeddings with their optimizer state."""
 
     def __init__(self, args: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Optimizer,
                  embeddings: list = ()):
         self.dir = dg.CheckpointDir(args.checkpoint_dir) if args.checkpoint_dir else None
         self.interval, self.resume = args.checkpoint_interval, args.resume
         self.model, self.opt, self.embeddings = model, opt, list(embeddings)
+        self.extra: dict = {}
 
     def start_epoch(self) -> int:
         """0, or with --resume the epoch after the newest checkpoint (whose state is restored)."""
@@ -89,13 +121,14 @@ class Checkpoints:
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
         torch.set_rng_state(state["rng"])
+        self.extra = dict(state.get("extra", {}))
         print(f"resumed from {self.dir.path(epoch)}", flush=True)
         return epoch + 1
 
     def end_epoch(self, epoch: int, last: bool) -> None:
         if self.dir is not None and ((epoch + 1) % self.interval == 0 or last):
             self.dir.save(epoch, self.embeddings, {"model": self.model.state_dict(), "opt": self.opt.state_dict(),
-                                                   "rng": torch.get_rng_state()})
+                                                   "rng": torch.get_rng_state(), "extra": self.extra})
 
 
 def digest(model: torch.nn.Module) -> str:

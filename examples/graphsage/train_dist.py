@@ -14,7 +14,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from common import Checkpoints, add_common_args, all_sum, digest, fanouts, finish, start, wrap
+from common import Checkpoints, add_common_args, all_sum, digest, fanouts, finish, optimizer, parse, start, wrap
 from tqdm import tqdm
 
 import distgraph as dg
@@ -36,7 +36,7 @@ def evaluate(model, g, nids, sampler, batch_size: int) -> tuple[int, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(ap)
-    args = ap.parse_args()
+    args = parse(ap)
     g, distributed, rank = start(args)
     book = g.get_partition_book()
     train_nid = dg.node_split(g.ndata["train_mask"], book, force_even=True)
@@ -47,30 +47,39 @@ def main() -> None:
     if rank == 0:
         print(f"{g}: {in_feats} features, {num_classes} classes; trainer 0 has {train_nid.numel()} training nodes")
 
-    sampler = dg.MultiLayerNeighborSampler(fanouts(args))
+    sampler = dg.MultiLayerNeighborSampler(fanouts(args.fan_out))
+    eval_sampler = dg.MultiLayerNeighborSampler(fanouts(args.eval_fan_out or args.fan_out))
     model = wrap(dg.nn.GraphSAGE(in_feats, args.num_hidden, num_classes, args.num_layers, args.dropout), distributed)
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    opt = optimizer(model, args)
     loader = dg.DistNodeDataLoader(g, train_nid, sampler, batch_size=args.batch_size, shuffle=True)
     checkpoints = Checkpoints(args, model, opt)
+
+    def accuracy(nids: torch.Tensor) -> float:
+        correct, total = all_sum(list(evaluate(model, g, nids, eval_sampler, args.batch_size_eval)), distributed)
+        return correct / max(total, 1)
+
     for epoch in range(checkpoints.start_epoch(), args.num_epochs):
         begin = time.perf_counter()
-        bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False)
+        bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False, mininterval=1)
         for inputs, outputs, blocks in bar:
             loss = F.cross_entropy(model(blocks, g.ndata["feat"][inputs]), g.ndata["label"][outputs])
             opt.zero_grad()
             loss.backward()
             opt.step()
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
         seconds = time.perf_counter() - begin
-        correct, total = all_sum(list(evaluate(model, g, val_nid, sampler, args.batch_size_eval)), distributed)
+        val = accuracy(val_nid)
+        best = checkpoints.extra.get("best")
+        if best is None or val > best["val"]:  # the test accuracy reported is the one at the best validation epoch
+            best = checkpoints.extra["best"] = {"epoch": epoch, "val": val, "test": accuracy(test_nid)}
         if rank == 0:
             print(f"epoch {epoch}: {len(loader)} steps in {seconds:.2f} s, loss {loss.item():.3f}, "
-                  f"val acc {correct / max(total, 1):.4f}", flush=True)
+                  f"val acc {val:.4f}", flush=True)
         checkpoints.end_epoch(epoch, epoch == args.num_epochs - 1)
-    correct, total = all_sum(list(evaluate(model, g, test_nid, sampler, args.batch_size_eval)), distributed)
+    best = checkpoints.extra.get("best") or {"epoch": -1, "val": 0.0, "test": accuracy(test_nid)}
     if rank == 0:
-        print(f"test acc {correct / max(total, 1):.4f} ({int(total)} test nodes); model digest {digest(model)}",
-              flush=True)
+        print(f"best val acc {best['val']:.4f} at epoch {best['epoch']}; test acc {best['test']:.4f} "
+              f"({test_nid.numel()} test nodes on trainer 0); model digest {digest(model)}", flush=True)
     finish(distributed)
 
 

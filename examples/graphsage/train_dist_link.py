@@ -17,7 +17,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from common import Checkpoints, add_common_args, all_sum, digest, fanouts, finish, start, wrap
+from common import Checkpoints, add_common_args, all_sum, digest, fanouts, finish, optimizer, parse, start, wrap
 from tqdm import tqdm
 
 import distgraph as dg
@@ -52,7 +52,7 @@ def main() -> None:
     add_common_args(ap)
     ap.add_argument("--num_negs", type=int, default=2)
     ap.add_argument("--eval_edges", type=int, default=2000, help="held-out edges scored per epoch (in all)")
-    args = ap.parse_args()
+    args = parse(ap)
     g, distributed, rank = start(args)
     book = g.get_partition_book()
     held_out = torch.rand(g.num_edges(), generator=torch.Generator().manual_seed(0)) < 0.1
@@ -62,16 +62,17 @@ def main() -> None:
     if rank == 0:
         print(f"{g}: trainer 0 has {train_eid.numel()} training edges")
 
-    sampler = dg.MultiLayerNeighborSampler(fanouts(args))
+    sampler = dg.MultiLayerNeighborSampler(fanouts(args.fan_out))
+    eval_sampler = dg.MultiLayerNeighborSampler(fanouts(args.eval_fan_out or args.fan_out))
     model = wrap(dg.nn.GraphSAGE(in_feats, args.num_hidden, args.num_hidden, args.num_layers, args.dropout),
                  distributed)
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    opt = optimizer(model, args)
     loader = dg.DistEdgeDataLoader(g, train_eid, sampler, batch_size=args.batch_size, shuffle=True,
                                    num_negs=args.num_negs)
     checkpoints = Checkpoints(args, model, opt)
     for epoch in range(checkpoints.start_epoch(), args.num_epochs):
         begin = time.perf_counter()
-        bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False)
+        bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False, mininterval=1)
         for inputs, pos, neg, blocks in bar:
             h = model(blocks, g.ndata["feat"][inputs])
             logits = torch.cat([(h[p.edge_index[0]] * h[p.edge_index[1]]).sum(1) for p in (pos, neg)])
@@ -80,9 +81,9 @@ def main() -> None:
             opt.zero_grad()
             loss.backward()
             opt.step()
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
         seconds = time.perf_counter() - begin
-        wins, pairs = all_sum(list(evaluate(model, g, test_eid, sampler, args.batch_size_eval)), distributed)
+        wins, pairs = all_sum(list(evaluate(model, g, test_eid, eval_sampler, args.batch_size_eval)), distributed)
         if rank == 0:
             print(f"epoch {epoch}: {len(loader)} steps in {seconds:.2f} s, loss {loss.item():.3f}, "
                   f"held-out AUC {wins / max(pairs, 1):.4f}", flush=True)

@@ -145,7 +145,7 @@ def launches(bed, copied):
 def test_graphsage_trains_on_three_hosts_over_ssh(bed, launches):
     job = launches(f"{TRAIN} --num_epochs 8")
     assert job.wait(300) == 0, job.output[-4000:]
-    accuracy = re.search(r"\[0/trainer/0\] test acc ([\d.]+)", job.output)
+    accuracy = re.search(r"\[0/trainer/0\] best val acc [\d.]+ at epoch \d+; test acc ([\d.]+)", job.output)
     assert accuracy and float(accuracy.group(1)) > 0.5, job.output[-3000:]
     for i, h in enumerate(bed.hosts):  # every host ran its machine's server and trainer
         assert f"[{i}/server/0] distgraph server 0 of machine {i} at {h.ip}:30050: serving" in job.output
