@@ -47,7 +47,7 @@ def time_loader(loader, batches: int) -> tuple[int, int, int, float]:
             it = iter(loader)
             inputs, outputs, blocks = next(it)
         seeds += outputs.numel()
-        edges += sum(b.num_edges for b in blocks)
+        edges += sum(b.num_edges() for b in blocks)
         nodes += inputs.numel()
     return seeds, edges, nodes, time.perf_counter() - start
 

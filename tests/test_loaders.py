@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from distgraph.data import generate_sbm
-from distgraph.dataloading import DistEdgeDataLoader, DistNodeDataLoader, MultiLayerNeighborSampler
+from distgraph.dataloading import DistEdgeDataLoader, DistNodeDataLoader, MultiLayerNeighborSampler, negative_sampler
 from distgraph.nn import GraphSAGE
 
 
@@ -21,14 +21,14 @@ def test_every_seed_once_per_epoch(sbm):
 
 def test_edge_loader_pairs_negatives_and_exclusion(sbm):
     eids = torch.arange(0, 600, 2)
-    loader = DistEdgeDataLoader(sbm, eids, MultiLayerNeighborSampler([-1, -1]), batch_size=100, num_negs=4,
-                                generator=torch.Generator().manual_seed(1))
+    loader = DistEdgeDataLoader(sbm, eids, MultiLayerNeighborSampler([-1, -1]), batch_size=100, exclude="reverse",
+                                negative_sampler=negative_sampler.Uniform(4), generator=torch.Generator().manual_seed(1))
     seen = []
     for inputs, pos, neg, blocks in loader:
         out = blocks[-1].dst_nodes
         assert torch.equal(out[pos.edge_index[0]], sbm.src[pos.eids])
         assert torch.equal(out[pos.edge_index[1]], sbm.dst[pos.eids])
-        assert neg.num_edges == 4 * pos.num_edges
+        assert neg.num_edges() == 4 * pos.num_edges()
         assert torch.equal(out[neg.edge_index[0]], sbm.src[pos.eids].repeat_interleave(4))
         pairs = torch.cat([sbm.src[pos.eids] * sbm.num_nodes() + sbm.dst[pos.eids],
                            sbm.dst[pos.eids] * sbm.num_nodes() + sbm.src[pos.eids]])
@@ -83,7 +83,8 @@ def test_link_prediction_beats_an_auc_bar():
         h = model(blocks, feat[inputs])
         return (h[pairs.edge_index[0]] * h[pairs.edge_index[1]]).sum(1)
 
-    loader = DistEdgeDataLoader(g, train_e, sampler, batch_size=250, shuffle=True, num_negs=2)
+    loader = DistEdgeDataLoader(g, train_e, sampler, batch_size=250, shuffle=True, exclude="reverse",
+                                negative_sampler=negative_sampler.Uniform(2))
     for _ in range(2):
         for inputs, pos, neg, blocks in loader:
             ps, ns = scores(inputs, pos, blocks), scores(inputs, neg, blocks)
@@ -93,7 +94,8 @@ def test_link_prediction_beats_an_auc_bar():
             loss.backward()
             opt.step()
     with torch.no_grad():
-        loader = DistEdgeDataLoader(g, test_e, sampler, batch_size=1000, num_negs=1, generator=torch.Generator().manual_seed(3))
+        loader = DistEdgeDataLoader(g, test_e, sampler, batch_size=1000, exclude="reverse",
+                                    negative_sampler=negative_sampler.Uniform(1), generator=torch.Generator().manual_seed(3))
         inputs, pos, neg, blocks = next(iter(loader))
         value = auc(scores(inputs, pos, blocks), scores(inputs, neg, blocks))
     assert value > 0.78  # 0.83 when written; 0.5 is chance

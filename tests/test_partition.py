@@ -68,7 +68,7 @@ def test_two_hop_halo_adds_the_in_edges_of_the_first_halo(tmp_path):
     from distgraph.data import generate_sbm
 
     g = generate_sbm(400, 1200, seed=4)
-    orig, orig_e = partition_graph(g, "g", 2, tmp_path, part_method="random", halo_hops=2, return_mapping=True)
+    orig, orig_e = partition_graph(g, "g", 2, tmp_path, part_method="random", num_hops=2, return_mapping=True)
     new_of = torch.empty_like(orig)
     new_of[orig] = torch.arange(orig.numel())
     src, dst = new_of[g.src], new_of[g.dst]
@@ -101,7 +101,7 @@ def test_edge_ids_file_only_when_they_are_not_the_partition_range(tmp_path, sbm)
         assert torch.equal(part.eids, torch.arange(lo, hi))
         dst_local = torch.repeat_interleave(torch.arange(part.num_local_nodes), part.indptr.diff())
         assert bool((dst_local[1:] >= dst_local[:-1]).all())  # new edge ids follow the CSC
-    partition_graph(sbm, "g", 2, tmp_path / "b", halo_hops=2)
+    partition_graph(sbm, "g", 2, tmp_path / "b", num_hops=2)
     cfg = json.loads((tmp_path / "b" / "g.json").read_text())
     assert all((tmp_path / "b" / cfg["partitions"][p]["eids"]).exists() for p in range(2))
     partition_graph(sbm, "g", 2, tmp_path / "b")  # again into the same folder: the old eids files go
@@ -151,9 +151,9 @@ def test_in_edges_of_nodes_come_node_after_node(monkeypatch, native):
 @pytest.mark.parametrize("graph,halo_hops", [("sbm", 1), ("mag", 2)])
 def test_the_c_kernels_and_the_numpy_paths_write_the_same_files(tmp_path, monkeypatch, request, graph, halo_hops):
     g = request.getfixturevalue(graph)
-    partition_graph(g, "g", 3, tmp_path / "native", halo_hops=halo_hops)
+    partition_graph(g, "g", 3, tmp_path / "native", num_hops=halo_hops)
     _without_kernels(monkeypatch)
-    partition_graph(g, "g", 3, tmp_path / "numpy", halo_hops=halo_hops)
+    partition_graph(g, "g", 3, tmp_path / "numpy", num_hops=halo_hops)
     files = sorted(f.relative_to(tmp_path / "native") for f in (tmp_path / "native").rglob("*.npy"))
     assert files == sorted(f.relative_to(tmp_path / "numpy") for f in (tmp_path / "numpy").rglob("*.npy"))
     for f in files:
@@ -344,7 +344,7 @@ def test_heterogeneous_halo_hops_with_an_empty_node_type_and_edge_type(tmp_path,
              "item": {"price": torch.arange(25.0)}, "shop": {"feat": torch.zeros(0, 4)}}
     edata = {c: {"w": torch.arange(len(s), dtype=torch.float32) + 1000 * i} for i, (c, (s, _)) in enumerate(edges.items())}
     g = Graph.from_hetero(edges, counts, ndata, edata)
-    orig_nids, orig_eids = partition_graph(g, "h", 3, tmp_path, part_method=method, halo_hops=halo_hops,
+    orig_nids, orig_eids = partition_graph(g, "h", 3, tmp_path, part_method=method, num_hops=halo_hops,
                                            balance_ntypes=split_categories(g), balance_edges=True, return_mapping=True)
     check_against_brute_force(g, tmp_path / "h.json", 3, halo_hops, orig_nids, orig_eids)
     assert orig_nids["shop"].numel() == 0 and orig_eids[("shop", "sells", "item")].numel() == 0
@@ -398,7 +398,7 @@ def test_halo_lookup_memory_follows_the_halo_not_the_graph(tmp_path):
     rng = np.random.default_rng(0)
     g = Graph(rng.integers(0, n, 2000), rng.integers(0, n, 2000), num_nodes=n)
     parts = (np.arange(n) * 64 // n).astype(np.int64)
-    writer = _PartWriter(g, relabel_nodes(g, parts, 64), InEdges.build(g), tmp_path, 1, {}, {})
+    writer = _PartWriter(g, relabel_nodes(g, parts, 64), InEdges.build(g), tmp_path, 1, {}, {}, {}, {})
     writer.number_edges(parts)
     tracemalloc.start()
     writer.write_edges(5)
@@ -411,7 +411,7 @@ def test_repartitioning_a_folder_replaces_the_earlier_partitioning(tmp_path, sbm
     """Three parts, then two into the same folder under the same name: the third part's files
     and the old edge id files go, the new partitioning loads, and other files stay."""
     (tmp_path / "notes.txt").write_text("mine")
-    partition_graph(sbm, "g", 3, tmp_path, halo_hops=2)
+    partition_graph(sbm, "g", 3, tmp_path, num_hops=2)
     assert (tmp_path / "part2" / "indices.npy").exists() and (tmp_path / "part0" / "eids.npy").exists()
     partition_graph(sbm, "g", 2, tmp_path)
     assert not (tmp_path / "part2").exists() or not any((tmp_path / "part2").iterdir())

@@ -73,7 +73,7 @@ def test_json_counts_disagreeing_with_the_ranges(parts):
 
 
 def test_edge_ids_left_out_where_the_range_does_not_fit(tmp_path, sbm):
-    partition_graph(sbm, "g", 2, tmp_path, halo_hops=2)  # partitions also store their halo's in-edges
+    partition_graph(sbm, "g", 2, tmp_path, num_hops=2)  # partitions also store their halo's in-edges
     cfg = json.loads((tmp_path / "g.json").read_text())
     cfg["partitions"][0]["eids"] = None
     (tmp_path / "g.json").write_text(json.dumps(cfg))
@@ -94,7 +94,7 @@ def test_not_json_or_wrong_version(parts):
 
 def test_version_1_partitions_still_load(tmp_path, sbm):
     """Version 1 always listed an eids file; a config saying so loads as before."""
-    partition_graph(sbm, "g", 2, tmp_path, halo_hops=2)  # eids files are written
+    partition_graph(sbm, "g", 2, tmp_path, num_hops=2)  # eids files are written
     cfg = json.loads((tmp_path / "g.json").read_text())
     cfg["format_version"] = 1
     (tmp_path / "g.json").write_text(json.dumps(cfg))
@@ -126,12 +126,12 @@ def test_dots_in_type_and_data_names_are_rejected(tmp_path):
 def test_num_parts_and_halo_hops_must_be_positive_integers(tmp_path, sbm, value):
     with pytest.raises(PartitionError, match=f"num_parts must be a positive integer, got {value!r}"):
         partition_graph(sbm, "g", value, tmp_path)
-    with pytest.raises(PartitionError, match=f"halo_hops must be a positive integer, got {value!r}"):
-        partition_graph(sbm, "g", 2, tmp_path, halo_hops=value)
+    with pytest.raises(PartitionError, match=f"num_hops must be a positive integer, got {value!r}"):
+        partition_graph(sbm, "g", 2, tmp_path, num_hops=value)
 
 
 def test_numpy_integers_are_accepted(tmp_path, sbm):
-    stats = partition_graph(sbm, "g", np.int64(2), tmp_path, halo_hops=np.int32(1), part_method="random")
+    stats = partition_graph(sbm, "g", np.int64(2), tmp_path, num_hops=np.int32(1), part_method="random")
     assert stats.num_parts == 2 and type(stats.num_parts) is int
     assert json.loads((tmp_path / "g.json").read_text())["num_parts"] == 2
 

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from distgraph.dataloading import MultiLayerNeighborSampler, to_block
+from distgraph.block import block_from_edges
+from distgraph.dataloading import MultiLayerNeighborSampler
 from distgraph.errors import InputError
 from distgraph.graph import Graph
 from distgraph.nn import SAGEConv
@@ -53,7 +54,7 @@ def test_fanout_minus_one_takes_every_in_edge(sbm):
 def kernel_path(request, monkeypatch):
     """Uniform sampling without replacement and block relabelling run in C when the kernels
     are built, in torch otherwise: both must behave the same."""
-    import distgraph.dataloading.block as block
+    import distgraph.block as block
     import distgraph.sampling.kernel as kernel
 
     if request.param == "native":
@@ -120,8 +121,8 @@ def test_blocks_put_destinations_first_and_index_real_edges(sbm):
     assert torch.equal(blocks[1].dst_nodes, seeds) and torch.equal(blocks[0].dst_nodes, blocks[1].src_nodes)
     assert torch.equal(inputs, blocks[0].src_nodes)
     for b in blocks:
-        assert torch.equal(b.src_nodes[: b.num_dst_nodes], b.dst_nodes)
-        assert b.src_nodes.unique().numel() == b.num_src_nodes
+        assert torch.equal(b.src_nodes[: b.num_dst_nodes()], b.dst_nodes)
+        assert b.src_nodes.unique().numel() == b.num_src_nodes()
         src, dst = b.src_nodes[b.edge_index[0]], b.dst_nodes[b.edge_index[1]]
         assert torch.equal(sbm.src[b.eids], src) and torch.equal(sbm.dst[b.eids], dst)
     assert int(blocks[1].in_degrees().max()) <= 3
@@ -129,39 +130,39 @@ def test_blocks_put_destinations_first_and_index_real_edges(sbm):
 
 def test_to_block_with_duplicate_sources(kernel_path):
     """New sources follow the destinations in order of first appearance, as in DGL."""
-    b = to_block(torch.tensor([7, 3]), torch.tensor([3, 9, 9, 1]), torch.tensor([0, 0, 1, 1]), torch.arange(4))
+    b = block_from_edges(torch.tensor([7, 3]), torch.tensor([3, 9, 9, 1]), torch.tensor([0, 0, 1, 1]), torch.arange(4))
     assert b.src_nodes.tolist() == [7, 3, 9, 1]
     assert b.edge_index.tolist() == [[1, 2, 2, 3], [0, 0, 1, 1]]
     with pytest.raises(InputError, match="distinct"):
-        to_block(torch.tensor([7, 7]), torch.tensor([3]), torch.tensor([0]), torch.arange(1))
+        block_from_edges(torch.tensor([7, 7]), torch.tensor([3]), torch.tensor([0]), torch.arange(1))
 
 
 def test_to_block_native_and_torch_agree_on_large_blocks(monkeypatch):
-    import distgraph.dataloading.block as block
+    import distgraph.block as block
 
     gen = torch.Generator().manual_seed(4)
     dst = torch.randperm(1_000_000, generator=gen)[:5000]
     src = torch.randint(0, 1_000_000, (200_000,), generator=gen)
     row = torch.randint(0, 5000, (200_000,), generator=gen).sort().values
-    a = to_block(dst, src, row, torch.arange(200_000))
+    a = block_from_edges(dst, src, row, torch.arange(200_000))
     monkeypatch.setattr(block, "kernels", lambda: None)
-    b = to_block(dst, src, row, torch.arange(200_000))
+    b = block_from_edges(dst, src, row, torch.arange(200_000))
     assert torch.equal(a.src_nodes, b.src_nodes) and torch.equal(a.edge_index, b.edge_index)
     assert torch.equal(a.src_nodes[a.edge_index[0]], src)
     # rows out of order (one sorted run per machine): both group them alike, stably
     mixed = torch.cat([row[1::2], row[::2]])
-    c = to_block(dst, src, mixed, torch.arange(200_000))
+    c = block_from_edges(dst, src, mixed, torch.arange(200_000))
     monkeypatch.undo()
-    d = to_block(dst, src, mixed, torch.arange(200_000))
+    d = block_from_edges(dst, src, mixed, torch.arange(200_000))
     assert torch.equal(c.src_nodes, d.src_nodes) and torch.equal(c.edge_index, d.edge_index)
     assert torch.equal(c.eids, d.eids) and torch.equal(c.src_nodes[c.edge_index[0]], src[c.eids])
     assert torch.equal(c.edge_index[1], row)
     with pytest.raises(IndexError):
-        to_block(dst, src[:3], torch.tensor([2, 1, 5000]), torch.arange(3))
+        block_from_edges(dst, src[:3], torch.tensor([2, 1, 5000]), torch.arange(3))
 
 
 def test_sage_conv_mean_aggregation():
-    b = to_block(torch.tensor([0, 1]), torch.tensor([2, 3, 2]), torch.tensor([0, 0, 1]), torch.arange(3))
+    b = block_from_edges(torch.tensor([0, 1]), torch.tensor([2, 3, 2]), torch.tensor([0, 0, 1]), torch.arange(3))
     conv = SAGEConv(2, 2, bias=False)
     with torch.no_grad():
         conv.fc_self.weight.copy_(torch.eye(2))
@@ -174,10 +175,10 @@ def test_sage_conv_mean_aggregation():
 
 def test_torch_geometric_sage_conv_consumes_the_same_block():
     pyg = pytest.importorskip("torch_geometric.nn")
-    b = to_block(torch.tensor([0, 1]), torch.tensor([2, 3, 2]), torch.tensor([0, 0, 1]), torch.arange(3))
+    b = block_from_edges(torch.tensor([0, 1]), torch.tensor([2, 3, 2]), torch.tensor([0, 0, 1]), torch.arange(3))
     h = torch.randn(4, 3)
     conv = pyg.SAGEConv(3, 2)
-    out = conv((h, h[: b.num_dst_nodes]), b.edge_index, size=b.size())
+    out = conv((h, h[: b.num_dst_nodes()]), b.edge_index, size=b.size())
     ours = SAGEConv(3, 2)
     with torch.no_grad():
         ours.fc_neigh.weight.copy_(conv.lin_l.weight)
@@ -317,7 +318,7 @@ def test_to_block_groups_interleaved_edges_by_destination_stably(kernel_path):
     """Edges of several machines arrive as one run each; the block groups them by destination
     row, keeping their order within a destination."""
     rows = torch.tensor([0, 2, 1, 0, 2, 1, 0])
-    b = to_block(torch.tensor([10, 11, 12]), torch.tensor([20, 21, 22, 23, 24, 25, 26]), rows, torch.arange(7))
+    b = block_from_edges(torch.tensor([10, 11, 12]), torch.tensor([20, 21, 22, 23, 24, 25, 26]), rows, torch.arange(7))
     assert b.edge_index[1].tolist() == [0, 0, 0, 1, 1, 2, 2]
     assert b.eids.tolist() == [0, 3, 6, 2, 5, 1, 4]
     assert b.src_nodes[b.edge_index[0]].tolist() == [20, 23, 26, 22, 25, 21, 24]

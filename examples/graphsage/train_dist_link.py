@@ -38,7 +38,8 @@ def evaluate(model, g, eids, sampler, batch_size: int) -> tuple[float, float]:
     model.eval()
     wins = pairs = 0.0
     with torch.no_grad():
-        loader = dg.DistEdgeDataLoader(g, eids, sampler, batch_size=batch_size, num_negs=1,
+        loader = dg.DistEdgeDataLoader(g, eids, sampler, batch_size=batch_size, exclude="reverse",
+                                       negative_sampler=dg.dataloading.negative_sampler.Uniform(1),
                                        generator=torch.Generator().manual_seed(1))
         for inputs, pos, neg, blocks in loader:
             w, n = auc_counts(scores(model, g, inputs, pos, blocks), scores(model, g, inputs, neg, blocks))
@@ -67,8 +68,8 @@ def main() -> None:
     model = wrap(dg.nn.GraphSAGE(in_feats, args.num_hidden, args.num_hidden, args.num_layers, args.dropout),
                  distributed)
     opt = optimizer(model, args)
-    loader = dg.DistEdgeDataLoader(g, train_eid, sampler, batch_size=args.batch_size, shuffle=True,
-                                   num_negs=args.num_negs)
+    loader = dg.DistEdgeDataLoader(g, train_eid, sampler, batch_size=args.batch_size, shuffle=True, exclude="reverse",
+                                   negative_sampler=dg.dataloading.negative_sampler.Uniform(args.num_negs))
     checkpoints = Checkpoints(args, model, opt)
     for epoch in range(checkpoints.start_epoch(), args.num_epochs):
         begin = time.perf_counter()
@@ -76,7 +77,7 @@ def main() -> None:
         for inputs, pos, neg, blocks in bar:
             h = model(blocks, g.ndata["feat"][inputs])
             logits = torch.cat([(h[p.edge_index[0]] * h[p.edge_index[1]]).sum(1) for p in (pos, neg)])
-            labels = torch.cat([torch.ones(pos.num_edges), torch.zeros(neg.num_edges)])
+            labels = torch.cat([torch.ones(pos.num_edges()), torch.zeros(neg.num_edges())])
             loss = F.binary_cross_entropy_with_logits(logits, labels)
             opt.zero_grad()
             loss.backward()

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from distgraph.dataloading import DistEdgeDataLoader, DistNodeDataLoader, MultiLayerNeighborSampler, to_block
+from distgraph.block import block_from_edges
+from distgraph.dataloading import DistEdgeDataLoader, DistNodeDataLoader, MultiLayerNeighborSampler, negative_sampler
 from distgraph.dist_graph import DistGraph
 from distgraph.errors import DistGraphError
 from distgraph.rpc.transport import Request
@@ -75,13 +76,13 @@ def test_loaders_on_a_dist_graph(g):
         seen.append(outputs)
     assert torch.equal(torch.cat(seen).sort().values, train)
     edges = DistEdgeDataLoader(g, torch.arange(0, g.num_edges(), 97), MultiLayerNeighborSampler([-1]), batch_size=64,
-                               num_negs=2)
+                               exclude="self", negative_sampler=negative_sampler.Uniform(2))
     for inputs, pos, neg, blocks in edges:
         out = blocks[-1].dst_nodes
         src, dst = g.find_edges(pos.eids)
         assert torch.equal(out[pos.edge_index[0]], src) and torch.equal(out[pos.edge_index[1]], dst)
         assert not torch.isin(blocks[0].eids, pos.eids).any()
-        assert neg.num_edges == 2 * pos.num_edges
+        assert neg.num_edges() == 2 * pos.num_edges()
 
 
 def test_machines_of_this_host_are_sampled_in_process_as_their_servers_would(g, monkeypatch):
@@ -99,7 +100,7 @@ def test_machines_of_this_host_are_sampled_in_process_as_their_servers_would(g, 
         here = sample_neighbors(g, seeds, fanout, replace=replace, generator=torch.Generator().manual_seed(3))
         monkeypatch.setitem(g.__dict__, "_host_partitions", {})  # as if machine 1 were another host
         served = sample_neighbors(g, seeds, fanout, replace=replace, generator=torch.Generator().manual_seed(3))
-        a, b = (to_block(seeds, e.src, e.seed_pos, e.eids) for e in (here, served))
+        a, b = (block_from_edges(seeds, e.src, e.seed_pos, e.eids) for e in (here, served))
         for k in ("src_nodes", "edge_index", "eids"):
             assert torch.equal(getattr(a, k), getattr(b, k)), k
         if fanout >= 0 and not replace:  # uniform draws: one pass of C over both partitions, in seed order

@@ -19,7 +19,11 @@ def register(subparsers) -> None:
     p.add_argument("--part_method", default="metis", choices=PART_METHODS)
     p.add_argument("--balance_train", action="store_true", help="spread train/val/test nodes evenly (METIS)")
     p.add_argument("--balance_edges", action="store_true", help="balance in-edges per partition (METIS)")
-    p.add_argument("--halo_hops", type=int, default=1, help="hops of in-neighbours kept as halo")
+    p.add_argument("--num_hops", "--halo_hops", dest="num_hops", type=int, default=1,
+                   help="hops of in-neighbours kept as halo")
+    p.add_argument("--num_trainers_per_machine", type=int, default=1,
+                   help="METIS parts per machine: each node's part is written as its trainer_id data")
+    p.add_argument("--objtype", default="cut", choices=["cut", "vol"], help="METIS's objective")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", "--output", dest="out", required=True, help="output folder")
     el = p.add_argument_group("edge lists")
@@ -61,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     stats = partition_graph(
         g, args.graph_name, args.num_parts, args.out, part_method=args.part_method,
         balance_ntypes=split_categories(g) if args.balance_train else None,
-        balance_edges=args.balance_edges, halo_hops=args.halo_hops, seed=args.seed, progress=True,
+        balance_edges=args.balance_edges, num_hops=args.num_hops, seed=args.seed, progress=True,
+        num_trainers_per_machine=args.num_trainers_per_machine, objtype=args.objtype,
     )
     print(f"{args.part_method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
     print(summary(stats, load_seconds))

@@ -1,15 +1,18 @@
-"""Graph inputs: `.npz` exchange files, delimited edge lists and seeded synthetic generators."""
+"""Graph inputs: `.npz` exchange files, delimited edge lists, PyG and DGL graphs, and seeded
+synthetic generators."""
 
 from pathlib import Path
 
 from ..errors import InputError
 from ..graph import Graph
+from .convert import from_dgl, from_pyg
 from .edgelist import load_edgelist
 from .mag import generate_mag
 from .npz import ZIP_MAGIC, load_npz, save_npz
 from .sbm import generate_sbm
 
-__all__ = ["load_npz", "save_npz", "load_edgelist", "generate_sbm", "generate_mag", "load_graph"]
+__all__ = ["load_npz", "save_npz", "load_edgelist", "generate_sbm", "generate_mag", "load_graph", "from_pyg",
+           "from_dgl"]
 
 
 def load_graph(path: str | Path, **edgelist_kwargs) -> Graph:

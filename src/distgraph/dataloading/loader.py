@@ -1,18 +1,34 @@
-"""`DistNodeDataLoader` / `DistEdgeDataLoader`: iterate mini-batches over seed nodes or edges."""
+"""Loaders with DGL's names and arguments: `DistNodeDataLoader`, `DistEdgeDataLoader`, the
+generic `DataLoader` (which of the two a sampler calls for) and `DistDataLoader` (batches of
+any items through a `collate_fn`).
+
+On a launched trainer with `--num_samplers N`, mini-batches are made by the trainer's
+sampler processes; otherwise in this process. `device` must be the CPU (a `torch.device`
+too, which DGL 2.1.0's check refuses); `num_workers` and `queue_size` are accepted and do
+nothing, as in DGL, since the number of sampler processes is `distgraph launch
+--num_samplers`."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 
 from ..dist_graph import DistGraph
 from ..distributed.runtime import get_context
+from ..errors import InputError
 from ..graph import as_id_tensor
 from ..sampling.remote import MAX_SEED
 from .collate import EdgeCollator, NodeCollator
-from .neighbor_sampler import MultiLayerNeighborSampler
+from .edge_prediction import EdgePredictionSampler
+from .neighbor_sampler import NeighborSampler
 from .workers import SamplerPool
+
+
+def _check_device(device) -> None:
+    if device is not None and torch.device(device).type != "cpu":
+        raise InputError(f"mini-batches are made on the CPU; device {device!r} is not available (move the "
+                         f"tensors in the training step instead)")
 
 
 class _SeedLoader:
@@ -23,7 +39,7 @@ class _SeedLoader:
         self.collator = collator
         self.seeds = as_id_tensor(seeds, "seeds")
         if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            raise InputError(f"batch_size must be >= 1, got {batch_size}")
         self.batch_size, self.shuffle, self.drop_last, self.generator = batch_size, shuffle, drop_last, generator
 
     def __len__(self) -> int:
@@ -37,7 +53,7 @@ class _SeedLoader:
         rng_seeds = torch.randint(0, MAX_SEED, (len(batches),), generator=self.generator).tolist()
         pool = self._sampler_pool()
         if pool is not None:
-            yield from pool.run(self.collator.spec(), batches, rng_seeds)
+            yield from pool.run(*self.collator.spec(), batches, rng_seeds)
             return
         for seeds, rng_seed in zip(batches, rng_seeds):
             yield self.collator.collate(seeds, torch.Generator().manual_seed(rng_seed))
@@ -51,22 +67,80 @@ class _SeedLoader:
 
 
 class DistNodeDataLoader(_SeedLoader):
-    """Yields (input_nodes, output_nodes, blocks) for node classification."""
+    """Yields (input_nodes, output_nodes, blocks) for node classification: `blocks[0].srcdata[NID]`
+    are the input nodes, `blocks[-1].dstdata[NID]` the output nodes (the batch's seeds)."""
 
-    def __init__(self, g, nids, graph_sampler: MultiLayerNeighborSampler, batch_size: int = 1, shuffle: bool = False,
-                 drop_last: bool = False, generator: torch.Generator | None = None):
+    def __init__(self, g, nids, graph_sampler: NeighborSampler, device=None, batch_size: int = 1,
+                 shuffle: bool = False, drop_last: bool = False, generator: torch.Generator | None = None,
+                 num_workers: int = 0, queue_size: int | None = None):
+        _check_device(device)
+        if isinstance(graph_sampler, EdgePredictionSampler):
+            raise InputError("an edge-prediction sampler makes edge mini-batches: use DistEdgeDataLoader")
         super().__init__(NodeCollator(g, graph_sampler), nids, batch_size, shuffle, drop_last, generator)
 
 
 class DistEdgeDataLoader(_SeedLoader):
-    """Yields (input_nodes, pos_pairs, neg_pairs, blocks) for link prediction."""
+    """Yields (input_nodes, pair_graph, blocks), or with a `negative_sampler` (input_nodes,
+    pair_graph, neg_pair_graph, blocks), for link prediction over the edges `eids`. The
+    link-prediction settings (`exclude`, `reverse_eids`, `negative_sampler`) are given here or
+    by passing `as_edge_prediction_sampler(...)` as the sampler."""
 
-    def __init__(self, g, eids, graph_sampler: MultiLayerNeighborSampler, batch_size: int = 1, shuffle: bool = False,
-                 drop_last: bool = False, num_negs: int = 1, exclude: str | None = "reverse",
-                 generator: torch.Generator | None = None):
-        collator = EdgeCollator(g, graph_sampler, num_negs, exclude)
-        super().__init__(collator, eids, batch_size, shuffle, drop_last, generator)
+    def __init__(self, g, eids, graph_sampler, device=None, exclude: str | Callable | None = None,
+                 reverse_eids: torch.Tensor | None = None, reverse_etypes: dict | None = None, negative_sampler=None,
+                 batch_size: int = 1, shuffle: bool = False, drop_last: bool = False,
+                 generator: torch.Generator | None = None, num_workers: int = 0, queue_size: int | None = None):
+        _check_device(device)
+        if isinstance(graph_sampler, EdgePredictionSampler):
+            if any(x is not None for x in (exclude, reverse_eids, reverse_etypes, negative_sampler)):
+                raise InputError("give exclude/reverse_eids/negative_sampler to as_edge_prediction_sampler or to "
+                                 "the loader, not both")
+            edge_sampler = graph_sampler
+        else:
+            edge_sampler = EdgePredictionSampler(graph_sampler, exclude, reverse_eids, reverse_etypes, negative_sampler)
+        super().__init__(EdgeCollator(g, edge_sampler), eids, batch_size, shuffle, drop_last, generator)
 
 
-NodeDataLoader = DistNodeDataLoader
+def DataLoader(graph, indices, graph_sampler, device=None, use_ddp: bool = False, ddp_seed: int = 0,  # noqa: N802
+               batch_size: int = 1, drop_last: bool = False, shuffle: bool = False, use_prefetch_thread=None,
+               use_alternate_streams=None, pin_prefetcher=None, use_uva: bool = False, gpu_cache=None,
+               num_workers: int = 0, generator: torch.Generator | None = None):
+    """DGL's generic `DataLoader`: an edge loader for an edge-prediction sampler, else a node
+    loader. With `use_ddp`, each torch.distributed rank takes its own contiguous share of
+    `indices` (DGL's takes a fresh share each epoch). GPU options are refused."""
+    if use_uva or pin_prefetcher or use_alternate_streams or gpu_cache:
+        raise InputError("use_uva, pin_prefetcher, use_alternate_streams and gpu_cache need a GPU; mini-batches "
+                         "are made on the CPU here")
+    if use_ddp:
+        import torch.distributed as tdist
+
+        ids = as_id_tensor(indices, "indices")
+        r, w = tdist.get_rank(), tdist.get_world_size()
+        indices = ids[r * ids.numel() // w:(r + 1) * ids.numel() // w]
+    loader = DistEdgeDataLoader if isinstance(graph_sampler, EdgePredictionSampler) else DistNodeDataLoader
+    return loader(graph, indices, graph_sampler, device, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                  generator=generator)
+
+
+NodeDataLoader = DistNodeDataLoader  # DGL 0.x's names
 EdgeDataLoader = DistEdgeDataLoader
+
+
+class _CollateFn:
+    """A `collate_fn` over a batch of items, as `_SeedLoader` collates seeds."""
+
+    def __init__(self, fn: Callable | None):
+        self.g, self.fn = None, fn
+
+    def collate(self, items: torch.Tensor, generator=None):
+        values = items.tolist()
+        return self.fn(values) if self.fn is not None else values
+
+
+class DistDataLoader(_SeedLoader):
+    """DGL's `DistDataLoader`: batches of `dataset` (ids: a tensor, an array or a list) given to
+    `collate_fn` as a list of ints, in this process. Unlike DGL's, it has a length, batches come
+    in order, and it can be iterated again (each time reshuffled with `shuffle`)."""
+
+    def __init__(self, dataset, batch_size: int, shuffle: bool = False, collate_fn: Callable | None = None,
+                 drop_last: bool = False, queue_size: int | None = None):
+        super().__init__(_CollateFn(collate_fn), dataset, batch_size, shuffle, drop_last, None)

@@ -1,4 +1,5 @@
-"""`MultiLayerNeighborSampler`: seeds -> a list of blocks, input layer first (DGL's order)."""
+"""`NeighborSampler` (DGL's name; `MultiLayerNeighborSampler` is the same class): seeds -> a
+list of blocks, input layer first (DGL's order)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,59 @@ from typing import Callable
 
 import torch
 
+from ..block import Block, block_from_edges, first_occurrences, rows_in
+from ..errors import InputError
 from ..graph import as_id_tensor
-from .block import Block, to_block
 
 
-class MultiLayerNeighborSampler:
-    """Samples `fanouts[i]` in-neighbours per node for layer i (-1: all of them).
+def _names(value, what: str) -> list[str]:
+    if value is None:
+        return []
+    names = [value] if isinstance(value, str) else list(value)
+    if not all(isinstance(n, str) for n in names):
+        raise InputError(f"{what} must name graph data (strings), got {value!r}")
+    return names
 
-    `sample_fn(seeds, fanout) -> SampledEdges` does one hop; the loaders bind it to a
-    local graph, a partition or a distributed graph.
-    """
 
-    def __init__(self, fanouts: list[int], replace: bool = False, prob: str | None = None):
+class NeighborSampler:
+    """Samples `fanouts[i]` in-neighbours per node for layer i (-1: all of them), DGL's
+    arguments: `prob` names edge data weighting the draws, `mask` boolean edge data (only
+    those edges are drawn); `prefetch_node_feats`, `prefetch_labels` and `prefetch_edge_feats`
+    name graph data that comes with each mini-batch, in `blocks[0].srcdata`,
+    `blocks[-1].dstdata` and every block's `edata`: it is gathered where the batch is made (in
+    the sampler processes, beside training, when there are some). `output_device` must be the
+    CPU; `fused` is accepted (sampling is always one pass)."""
+
+    def __init__(self, fanouts, edge_dir: str = "in", prob: str | None = None, mask: str | None = None,
+                 replace: bool = False, prefetch_node_feats=None, prefetch_labels=None, prefetch_edge_feats=None,
+                 output_device=None, fused: bool = True):
+        if prob is not None and mask is not None:
+            raise InputError("give NeighborSampler prob or mask, not both")
+        if output_device is not None and torch.device(output_device).type != "cpu":
+            raise InputError(f"mini-batches are made on the CPU; output_device {output_device!r} is not available")
+        if edge_dir not in ("in", "out"):
+            raise InputError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
         self.fanouts = [int(f) for f in fanouts]
-        self.replace = replace
-        self.prob = prob
+        self.edge_dir, self.replace = edge_dir, bool(replace)
+        self.prob = prob if prob is not None else mask  # a 0/1 weight draws uniformly among the masked edges
+        self.prefetch_node_feats = _names(prefetch_node_feats, "prefetch_node_feats")
+        self.prefetch_labels = _names(prefetch_labels, "prefetch_labels")
+        self.prefetch_edge_feats = _names(prefetch_edge_feats, "prefetch_edge_feats")
+
+    def spec(self) -> dict:
+        """Plain settings from which a sampler process rebuilds this sampler."""
+        return {"fanouts": self.fanouts, "edge_dir": self.edge_dir, "prob": self.prob, "replace": self.replace,
+                "prefetch_node_feats": self.prefetch_node_feats, "prefetch_labels": self.prefetch_labels,
+                "prefetch_edge_feats": self.prefetch_edge_feats}
+
+    @classmethod
+    def from_spec(cls, spec: dict) -> "NeighborSampler":
+        return cls(spec["fanouts"], spec["edge_dir"], spec["prob"], None, spec["replace"], spec["prefetch_node_feats"],
+                   spec["prefetch_labels"], spec["prefetch_edge_feats"])
 
     def sample_blocks(self, sample_fn: Callable, seeds) -> tuple[torch.Tensor, torch.Tensor, list[Block]]:
         """(input node ids, output node ids, blocks); blocks[0] consumes the input features.
+        `sample_fn(seeds, fanout) -> SampledEdges` does one hop.
 
         Repeated seeds are sampled once: output ids are the seeds' first occurrences, in order."""
         output = first_occurrences(as_id_tensor(seeds, "seeds"))
@@ -31,24 +67,54 @@ class MultiLayerNeighborSampler:
         blocks: list[Block] = []
         for fanout in reversed(self.fanouts):
             edges = sample_fn(dst, fanout)
-            row = edges.seed_pos if edges.seed_pos is not None else _rows_in(dst, edges.dst)
-            block = to_block(dst, edges.src, row, edges.eids)
+            row = edges.seed_pos if edges.seed_pos is not None else rows_in(dst, edges.dst)
+            block = block_from_edges(dst, edges.src, row, edges.eids)
             blocks.insert(0, block)
             dst = block.src_nodes
         return dst, output, blocks
 
+    def attach_data(self, g, input_nodes: torch.Tensor, output_nodes: torch.Tensor, blocks: list[Block]) -> None:
+        """Put the prefetched graph data of a mini-batch into its blocks."""
+        for name in self.prefetch_node_feats:
+            blocks[0].srcdata[name] = g.ndata[name][input_nodes]
+        for name in self.prefetch_labels:
+            blocks[-1].dstdata[name] = g.ndata[name][output_nodes]
+        for name in self.prefetch_edge_feats:
+            for b in blocks:
+                b.edata[name] = g.edata[name][b.eids]
 
-def _rows_in(nodes: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """Position of each of `ids` in `nodes` (all present; `nodes` distinct)."""
-    order = torch.argsort(nodes)
-    return order[torch.searchsorted(nodes[order], ids)]
+    def hop(self, g, generator: torch.Generator | None = None, drop_eids: torch.Tensor | None = None,
+            drop_pairs: torch.Tensor | None = None) -> Callable:
+        """One hop of this sampler on `g` (`sample_fn` for `sample_blocks`), leaving out the edges
+        `drop_eids` and those whose src * num_nodes + dst is in `drop_pairs`."""
+        from ..sampling import sample_neighbors
+
+        n = g.num_nodes()
+
+        def hop(seeds: torch.Tensor, fanout: int):
+            e = sample_neighbors(g, seeds, fanout, self.edge_dir, self.prob, self.replace, generator=generator)
+            if drop_eids is None and drop_pairs is None:
+                return e
+            drop = torch.zeros(e.eids.numel(), dtype=torch.bool) if drop_eids is None else torch.isin(e.eids, drop_eids)
+            if drop_pairs is not None:
+                drop |= torch.isin(e.src * n + e.dst, drop_pairs)
+            return e.select(~drop)
+
+        return hop
+
+    def sample(self, g, seed_nodes, exclude_eids=None, generator: torch.Generator | None = None):
+        """DGL's `sample`: (input_nodes, output_nodes, blocks) of `seed_nodes` on `g`, leaving
+        out the edges `exclude_eids`, with the prefetched data attached."""
+        exclude = None if exclude_eids is None else as_id_tensor(exclude_eids, "exclude_eids")
+        input_nodes, output_nodes, blocks = self.sample_blocks(self.hop(g, generator, exclude), seed_nodes)
+        self.attach_data(g, input_nodes, output_nodes, blocks)
+        return input_nodes, output_nodes, blocks
 
 
-def first_occurrences(ids: torch.Tensor) -> torch.Tensor:
-    """`ids` without repeats, each kept at its first position (vectorised)."""
-    uniq, inverse = torch.unique(ids, return_inverse=True)
-    if uniq.numel() == ids.numel():
-        return ids
-    first = torch.full((uniq.numel(),), ids.numel(), dtype=torch.int64)
-    first.scatter_reduce_(0, inverse, torch.arange(ids.numel()), reduce="amin")
-    return ids[first.sort().values]
+MultiLayerNeighborSampler = NeighborSampler
+
+
+def MultiLayerFullNeighborSampler(num_layers: int, **kwargs) -> NeighborSampler:  # noqa: N802 (DGL's name)
+    """Every in-neighbour at each of `num_layers` layers."""
+    return NeighborSampler([-1] * int(num_layers), **kwargs)
+

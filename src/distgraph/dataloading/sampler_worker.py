@@ -33,12 +33,12 @@ def main() -> None:
     graphs: dict[str, DistGraph] = {}
     collators: dict[int, object] = {}  # spec id -> collator, or the error that building it raised
 
-    def build(spec: dict):
+    def build(spec: dict, arrays: list[torch.Tensor]):
         try:
             name = spec["graph_name"]
             if name not in graphs:
                 graphs[name] = DistGraph(name)
-            return collator_from_spec(graphs[name], spec)
+            return collator_from_spec(graphs[name], spec, [a.clone() for a in arrays])
         except Exception as exc:  # reported with every batch that names this spec
             return f"{type(exc).__name__}: {exc}"
 
@@ -57,7 +57,7 @@ def main() -> None:
             if header.get("stop"):
                 break
             if "spec" in header:
-                collators[header["spec_id"]] = build(header["spec"])
+                collators[header["spec_id"]] = build(header["spec"], arrays)
                 continue
             ids = {"run": header.get("run"), "batch": header.get("batch")}
             try:

@@ -9,6 +9,16 @@ already grouped by owner. With `force_even`, trainer r takes the r-th equal slic
 trainers of machine m (ranks m*T .. m*T+T-1, as the launcher numbers them) get slices
 that lie in partition m's range as far as the set is balanced across partitions. Without
 it, each machine's trainers split the ids their own partition owns.
+
+With `node_trainer_ids` (the `trainer_id` node data `partition_graph(...,
+num_trainers_per_machine=T)` writes: the trainer whose METIS part each node fell in), the ids
+are ordered by trainer id first, so each trainer's slice is, as far as the counts allow, the
+nodes of its own part; without `force_even`, each trainer takes exactly its own part's.
+
+DGL's differences, kept out on purpose: its mask-only input reads a list of ids that is as
+long as the graph as a mask (so `node_split(np.arange(n), ...)` loses node 0; ids are ids
+here), its splits may differ by one element between trainers beyond what the counts force,
+and it reseeds numpy's global random generator.
 """
 
 from __future__ import annotations
@@ -41,6 +51,21 @@ def _trainer(rank: int | None, world_size: int | None) -> tuple[int, int]:
     return rank, world_size
 
 
+def _book(data, partition_book: RangePartitionBook | None) -> RangePartitionBook:
+    """The partition book: as given, else that of the DistTensor `data` (DGL's rule), else the
+    runtime's (the partitioning this process uses)."""
+    if partition_book is not None:
+        return partition_book
+    policy = getattr(data, "part_policy", None)
+    if policy is not None:
+        return policy.partition_book
+    from ..distributed.runtime import get_context, is_initialized
+
+    if is_initialized() and get_context().book is not None:
+        return get_context().book
+    raise InputError("no partition book: pass partition_book=g.get_partition_book() (or a DistTensor mask)")
+
+
 def _ids(nodes, count: int, what: str) -> torch.Tensor:
     if hasattr(nodes, "part_policy"):  # a DistTensor mask (DGL passes g.ndata["train_mask"] itself)
         nodes = nodes[torch.arange(len(nodes))]
@@ -57,10 +82,27 @@ def _ids(nodes, count: int, what: str) -> torch.Tensor:
     return ids
 
 
+def _by_trainer(ids: torch.Tensor, trainer_ids, count: int, world_size: int, what: str) -> torch.Tensor:
+    """Trainer id of each of `ids`, from `trainer_ids` (one per node or edge, a tensor or DistTensor)."""
+    if len(trainer_ids) != count:
+        raise InputError(f"{what} has {len(trainer_ids)} entries but there are {count}")
+    owner = torch.as_tensor(trainer_ids[ids]).to(torch.int64)
+    if owner.numel() and (int(owner.min()) < 0 or int(owner.max()) >= world_size):
+        raise InputError(f"{what} must hold trainer ids in [0, {world_size}) (partition_graph's "
+                         f"num_trainers_per_machine x machines)")
+    return owner
+
+
 def _split(ids: torch.Tensor, owner: torch.Tensor, num_parts: int, rank: int, world_size: int,
-           force_even: bool) -> torch.Tensor:
+           force_even: bool, trainer: torch.Tensor | None) -> torch.Tensor:
     if world_size % num_parts:
         raise InputError(f"{world_size} trainers cannot be spread evenly over {num_parts} machines")
+    if trainer is not None:
+        if not force_even:
+            return ids[trainer == rank]
+        ids = ids[torch.argsort(trainer, stable=True)]  # each trainer's own part first, in id order
+        n = ids.numel()
+        return ids[rank * n // world_size:(rank + 1) * n // world_size].sort().values
     if force_even:
         n = ids.numel()
         return ids[rank * n // world_size:(rank + 1) * n // world_size]
@@ -71,19 +113,25 @@ def _split(ids: torch.Tensor, owner: torch.Tensor, num_parts: int, rank: int, wo
     return mine[local_rank * n // per_machine:(local_rank + 1) * n // per_machine]
 
 
-def node_split(nodes, partition_book: RangePartitionBook, ntype: str = "_N", rank: int | None = None,
-               force_even: bool = True, world_size: int | None = None) -> torch.Tensor:
+def node_split(nodes, partition_book: RangePartitionBook | None = None, ntype: str = "_N", rank: int | None = None,
+               force_even: bool = True, node_trainer_ids=None, world_size: int | None = None) -> torch.Tensor:
     """This trainer's share of `nodes` (a boolean mask over `ntype`'s nodes, or ids)."""
     rank, world_size = _trainer(rank, world_size)
-    ids = _ids(nodes, partition_book.num_nodes(ntype), "nodes")
-    return _split(ids, partition_book.nid2partid(ids, ntype), partition_book.num_partitions(), rank, world_size,
-                  force_even)
+    book = _book(nodes, partition_book)
+    count = book.num_nodes(ntype)
+    ids = _ids(nodes, count, "nodes")
+    trainer = None if node_trainer_ids is None else _by_trainer(ids, node_trainer_ids, count, world_size,
+                                                                "node_trainer_ids")
+    return _split(ids, book.nid2partid(ids, ntype), book.num_partitions(), rank, world_size, force_even, trainer)
 
 
-def edge_split(edges, partition_book: RangePartitionBook, etype=None, rank: int | None = None,
-               force_even: bool = True, world_size: int | None = None) -> torch.Tensor:
+def edge_split(edges, partition_book: RangePartitionBook | None = None, etype=None, rank: int | None = None,
+               force_even: bool = True, edge_trainer_ids=None, world_size: int | None = None) -> torch.Tensor:
     """This trainer's share of `edges` (a boolean mask over `etype`'s edges, or ids)."""
     rank, world_size = _trainer(rank, world_size)
-    ids = _ids(edges, partition_book.num_edges(etype), "edges")
-    return _split(ids, partition_book.eid2partid(ids, etype), partition_book.num_partitions(), rank, world_size,
-                  force_even)
+    book = _book(edges, partition_book)
+    count = book.num_edges(etype)
+    ids = _ids(edges, count, "edges")
+    trainer = None if edge_trainer_ids is None else _by_trainer(ids, edge_trainer_ids, count, world_size,
+                                                                "edge_trainer_ids")
+    return _split(ids, book.eid2partid(ids, etype), book.num_partitions(), rank, world_size, force_even, trainer)

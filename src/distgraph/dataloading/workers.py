@@ -32,8 +32,8 @@ from ..cluster.lifeline import Lifeline
 from ..errors import DistGraphError
 from ..rpc.auth import Authenticator, Credentials
 from ..rpc.wire import pack, unpack
-from .block import Block
-from .collate import PairGraph
+from ..block import EID, NID, Block
+from .pair_graph import PairGraph
 
 PREFETCH = 2
 POLL_MS = 500
@@ -42,25 +42,47 @@ ENDPOINT = "DISTGRAPH_SAMPLER_ENDPOINT"
 
 
 def encode(batch: tuple) -> tuple[dict, list[torch.Tensor]]:
-    """A node or edge mini-batch as a header and a flat list of arrays."""
-    if len(batch) == 3:
-        inputs, outputs, blocks = batch
-        head, arrays = {"kind": "node"}, [inputs, outputs]
+    """A node or edge mini-batch (with any data attached to its blocks and pair graphs) as a
+    header and a flat list of arrays."""
+    *head, blocks = batch
+    arrays, pairs, data = [head[0]], [], []
+    if isinstance(head[1], PairGraph):
+        for p in head[1:]:
+            pairs.append(EID in p.edata)
+            arrays += [p.ndata[NID], p.edge_index] + ([p.edata[EID]] if EID in p.edata else [])
     else:
-        inputs, pos, neg, blocks = batch
-        head, arrays = {"kind": "edge"}, [inputs, pos.edge_index, pos.eids, neg.edge_index, neg.eids]
+        arrays.append(head[1])
     for b in blocks:
         arrays += [b.src_nodes, b.dst_nodes, b.edge_index, b.eids]
-    return {**head, "blocks": len(blocks)}, [a.contiguous() for a in arrays]
+    for i, b in enumerate(blocks):
+        for side, frames in b.data_frames().items():
+            data += [["block", i, side, t, k] for t, f in frames.items() for k in f if k not in (NID, EID)]
+            arrays += [v for f in frames.values() for k, v in f.items() if k not in (NID, EID)]
+    for i, p in enumerate(head[1:] if pairs else ()):
+        for side, frame in (("node", p.ndata), ("edge", p.edata)):
+            data += [["pair", i, side, None, k] for k in frame if k not in (NID, EID)]
+            arrays += [v for k, v in frame.items() if k not in (NID, EID)]
+    header = {"kind": "edge" if pairs else "node", "pairs": pairs, "blocks": len(blocks), "data": data}
+    return header, [a.contiguous() for a in arrays]
 
 
 def decode(header: dict, arrays: list[torch.Tensor]) -> tuple:
     """Inverse of `encode`."""
-    n = int(header["blocks"])
-    blocks = [Block(*arrays[len(arrays) - 4 * n + 4 * i:len(arrays) - 4 * n + 4 * i + 4]) for i in range(n)]
-    if header["kind"] == "node":
-        return arrays[0], arrays[1], blocks
-    return arrays[0], PairGraph(arrays[1], arrays[2]), PairGraph(arrays[3], arrays[4]), blocks
+    arrays = iter(arrays)
+    head = [next(arrays)]
+    pair_graphs = []
+    for has_eids in header["pairs"]:
+        nodes, edge_index = next(arrays), next(arrays)
+        pair_graphs.append(PairGraph(nodes, edge_index[0], edge_index[1], next(arrays) if has_eids else None))
+    head += pair_graphs or [next(arrays)]
+    blocks = [Block(*(next(arrays) for _ in range(4))) for _ in range(int(header["blocks"]))]
+    for where, i, side, t, key in header["data"]:
+        if where == "block":
+            frames = blocks[i].data_frames()[side]
+            frames[tuple(t) if isinstance(t, list) else t][key] = next(arrays)
+        else:
+            (pair_graphs[i].ndata if side == "node" else pair_graphs[i].edata)[key] = next(arrays)
+    return (*head, blocks)
 
 
 class _Worker:
@@ -94,7 +116,7 @@ class SamplerPool:
         self.authenticator = Authenticator(self.zmq, ctx.credentials, f"distgraph trainer (rank {ctx.rank})")
         self.workers = [_Worker(self.zmq, i, ctx.credentials) for i in range(num)]
         self.ready = False
-        self.specs: dict[str, int] = {}  # a collator spec (as JSON) -> its id
+        self.specs: dict[str, tuple[int, list]] = {}  # a collator spec (as JSON, array ids) -> its id, arrays
         self.runs = 0
         self.live: dict[int, dict[int, tuple[dict, list]]] = {}  # run -> replies received ahead of their turn
         self.stopped_by: str | None = None
@@ -140,10 +162,10 @@ class SamplerPool:
         self._wait(w, zmq.POLLOUT, self.batch_timeout, "sending it a job")
         w.sock.send_multipart(pack(header, list(arrays)), flags=zmq.NOBLOCK)
 
-    def _job(self, w: _Worker, spec_id: int, spec: dict, header: dict, seeds: torch.Tensor) -> None:
+    def _job(self, w: _Worker, spec_id: int, spec: tuple[dict, list], header: dict, seeds: torch.Tensor) -> None:
         """Send `w` a batch to collate with spec `spec_id`, and the spec first if `w` lacks it."""
         if spec_id not in w.specs:
-            self._send(w, {"spec_id": spec_id, "spec": spec})
+            self._send(w, {"spec_id": spec_id, "spec": spec[0]}, spec[1])
             w.specs.add(spec_id)
         self._send(w, {**header, "spec_id": spec_id}, [seeds])
 
@@ -158,12 +180,16 @@ class SamplerPool:
                 other[header["batch"]] = (header, arrays)
         return kept.pop(i)
 
-    def run(self, spec: dict, batches: list[torch.Tensor], rng_seeds: list[int]) -> Iterator:
+    def run(self, spec: dict, spec_arrays: list[torch.Tensor], batches: list[torch.Tensor],
+            rng_seeds: list[int]) -> Iterator:
         """Mini-batches of `batches` (seed tensors, each with the seed of its random draws),
-        collated as `spec` describes, in order; batch i is sampled by worker i mod n."""
+        collated as `spec` (with its arrays) describes, in order; batch i is sampled by worker
+        i mod n."""
         self._start()
-        key = json.dumps(spec, sort_keys=True)
-        spec_id = self.specs.setdefault(key, len(self.specs))
+        key = json.dumps([spec, [id(a) for a in spec_arrays]], sort_keys=True)
+        if key not in self.specs:
+            self.specs[key] = (len(self.specs), spec_arrays)  # holding the arrays keeps their ids unique
+        spec_id = self.specs[key][0]
         self.runs += 1
         run, n = self.runs, len(self.workers)
         self.live[run] = {}
@@ -171,7 +197,7 @@ class SamplerPool:
         try:
             for i in range(len(batches)):
                 while sent < len(batches) and sent < i + PREFETCH * n:
-                    self._job(self.workers[sent % n], spec_id, spec,
+                    self._job(self.workers[sent % n], spec_id, (spec, spec_arrays),
                               {"run": run, "batch": sent, "seed": rng_seeds[sent]}, batches[sent])
                     sent += 1
                 w = self.workers[i % n]

@@ -18,7 +18,7 @@ from ..distributed.partition_data import EDGE_DST, EDGE_SRC, IN_DEGREE, OUT_DEGR
 from ..distributed.dist_tensor import DistTensor
 from ..distributed.policy import (EdgePartitionPolicy, NodePartitionPolicy, edge_policy_str, graph_data_name,
                                   node_policy_str)
-from ..distributed.runtime import get_context
+from ..distributed.runtime import barrier, get_context
 from ..errors import DistGraphError, InputError
 from ..graph import DEFAULT_NTYPE, TypeViews, as_id_tensor, resolve_etype
 from ..kvstore.store import KVStore
@@ -79,6 +79,16 @@ class DistGraph:
             return self.canonical_etypes[0]
         return resolve_etype(etype, self.canonical_etypes)
 
+    def to_canonical_etype(self, etype) -> tuple[str, str, str]:
+        """The canonical edge type named by a relation name, a 'src:rel:dst' string or a triple."""
+        return resolve_etype(etype, self.canonical_etypes)
+
+    def get_ntype_id(self, ntype: str | None) -> int:
+        return self.ntypes.index(self._ntype(ntype))
+
+    def get_etype_id(self, etype) -> int:
+        return self.canonical_etypes.index(self._canonical(etype))
+
     def num_nodes(self, ntype: str | None = None) -> int:
         return self._book.num_nodes(ntype)
 
@@ -90,6 +100,25 @@ class DistGraph:
 
     def get_partition_book(self) -> RangePartitionBook:
         return self._book
+
+    @property
+    def idtype(self) -> torch.dtype:
+        return torch.int64
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")
+
+    def is_pinned(self) -> bool:
+        return False
+
+    def rank(self) -> int:
+        """This trainer's rank in the job (0 standalone)."""
+        return self._ctx.rank
+
+    def barrier(self) -> None:
+        """Wait until every trainer of the job reaches this point."""
+        barrier()
 
     def get_node_partition_policy(self, ntype: str = DEFAULT_NTYPE) -> NodePartitionPolicy:
         return NodePartitionPolicy(self._book, ntype)
@@ -193,6 +222,31 @@ class DistGraph:
             except (OSError, DistGraphError):
                 continue
         return parts
+
+    def sample_neighbors(self, seed_nodes, fanout: int, edge_dir: str = "in", prob: str | None = None,
+                         exclude_edges=None, replace: bool = False, etype_sorted: bool = True, output_device=None):
+        """`distgraph.sample_neighbors` on this graph (DGL's method; `exclude_edges` is applied,
+        where DGL 2.1.0 ignores it, and `output_device` must be the CPU)."""
+        from ..sampling import sample_neighbors
+
+        if output_device is not None and torch.device(output_device).type != "cpu":
+            raise InputError(f"sampled edges stay on the CPU; output_device {output_device!r} is not available")
+        return sample_neighbors(self, seed_nodes, fanout, edge_dir, prob, replace, exclude_edges=exclude_edges)
+
+    def edge_subgraph(self, edges, relabel_nodes: bool = True, store_ids: bool = True):
+        """The graph of the edges `edges` and their endpoints (DGL's method): `edata[EID]` holds
+        the edge ids and `ndata[NID]` the nodes' ids, local indices in `edges()` (all nodes of
+        the graph, ids unchanged, without `relabel_nodes`)."""
+        from ..dataloading.pair_graph import PairGraph
+
+        if not self.is_homogeneous:
+            raise InputError("edge_subgraph takes the edges of a graph with one edge type here")
+        eids = as_id_tensor(edges, "edge ids")
+        src, dst = self.find_edges(eids)
+        if not relabel_nodes:
+            return PairGraph(torch.arange(self.num_nodes()), src, dst, eids if store_ids else None)
+        nodes, inverse = torch.unique(torch.cat([src, dst]), return_inverse=True)
+        return PairGraph(nodes, inverse[:src.numel()], inverse[src.numel():], eids if store_ids else None)
 
     def _sample_neighbors(self, seeds, fanout: int, edge_dir: str = "in", replace: bool = False,
                           prob: str | None = None, generator: torch.Generator | None = None) -> SampledEdges:

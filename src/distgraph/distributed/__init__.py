@@ -1,10 +1,15 @@
-"""Distributed runtime: `initialize`, distributed tensors and embeddings, partition policies
-(names imported on first use, so the launcher, which needs none of them, stays light)."""
+"""Distributed runtime, with what `dgl.distributed` offers under its names: `initialize`,
+`DistGraph`, distributed tensors and embeddings, partition policies, work splitting,
+sampling, the partition functions (DGL's return shapes), ranks and counts, the sparse
+optimizers and the loaders (names imported on first use, so the launcher, which needs none
+of them, stays light). One implementation behind each name: these are the same objects as
+`distgraph.X`."""
 
 from ..lazy import lazy_exports
 
 _EXPORTS = {
     "DistEmbedding": ".dist_embedding:DistEmbedding", "DistTensor": ".dist_tensor:DistTensor",
+    "DistGraph": "..dist_graph:DistGraph",
     "sampler_env": "..cluster.env:sampler_env",
     **{n: f".checkpoint:{n}" for n in ("CheckpointDir", "load_checkpoint", "save_checkpoint")},
     **{n: f".initializers:{n}" for n in ("Constant", "Initializer", "Normal", "Uniform", "Zeros")},
@@ -12,6 +17,15 @@ _EXPORTS = {
                                    "edge_policy_str", "graph_data_name", "node_policy_str", "table_policy_str")},
     **{n: f".runtime:{n}" for n in ("all_gather", "barrier", "exit_client", "get_context", "initialize",
                                     "is_initialized", "shutdown_servers")},
+    **{n: f".role:{n}" for n in ("get_num_client", "get_num_clients", "get_rank")},
+    **{n: f".partitions:{n}" for n in ("find_edges", "in_subgraph", "load_partition", "load_partition_book")},
+    "partition_graph": "..partition:partition_graph",
+    "GraphPartitionBook": "..partition:RangePartitionBook", "RangePartitionBook": "..partition:RangePartitionBook",
+    **{n: f"..dataloading:{n}" for n in ("DistDataLoader", "DistEdgeDataLoader", "DistNodeDataLoader", "edge_split",
+                                         "node_split")},
+    "sample_neighbors": "..sampling:sample_neighbors",
+    "optim": "..optim", **{n: f"..optim:{n}" for n in ("SparseAdagrad", "SparseAdam")},
+    **{n: f"..block:{n}" for n in ("DEFAULT_ETYPE", "DEFAULT_NTYPE")},
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

@@ -38,6 +38,12 @@ class DistEmbedding:
         """Forget the rows handed out since the last optimiser step."""
         self._trace = []
 
+    def zero_grad(self) -> None:
+        """Forget the lookups whose gradients were already computed, and keep those still waiting
+        for their `backward()`: `zero_grad(); loss.backward(); step()` after the forward pass
+        applies this forward's gradients, as with torch's optimisers (and DGL's)."""
+        self._trace = [(ids, rows) for ids, rows in self._trace if rows.grad is None]
+
     def gradients(self) -> tuple[torch.Tensor, torch.Tensor] | None:
         """(ids, gradient rows) of every traced lookup that received a gradient, concatenated."""
         pairs = [(ids, rows.grad) for ids, rows in self._trace if rows.grad is not None]

@@ -47,11 +47,14 @@ class DistTensor:
     read and write them wherever they are, rows of this machine straight from shared memory.
 
     Creating a DistTensor with an existing name attaches to it (shape and dtype must match).
-    A non-persistent tensor is deleted when the handle that created it is garbage collected."""
+    A non-persistent tensor is deleted when the handle that created it is garbage collected.
+    DGL's `is_gdata` and `attach` are accepted and change nothing: a tensor of one's own never
+    joins `g.ndata`, and names are those given (creation is not a collective operation, so
+    trainers need not create tensors in lockstep)."""
 
     def __init__(self, shape, dtype: torch.dtype, name: str | None = None,
                  init_func: Initializer | Callable | None = None, part_policy: PartitionPolicy | str | None = None,
-                 persistent: bool = False):
+                 persistent: bool = False, is_gdata: bool = True, attach: bool = True):
         ctx = get_context()
         shape = tuple(int(s) for s in shape)
         if not shape or min(shape) < 0:
@@ -79,6 +82,8 @@ class DistTensor:
     @property
     def name(self) -> str:
         return self._handle.name
+
+    tensor_name = name  # DGL's name for the name given at creation
 
     @property
     def part_policy(self) -> PartitionPolicy:

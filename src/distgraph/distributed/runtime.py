@@ -52,6 +52,7 @@ class Context:
     rendezvous: object | None = None  # trainer 0: torch.distributed's store (`rendezvous`)
     credentials: Credentials | None = None  # launched processes: the job's secret (`rpc.auth`)
     sampler_pool: object | None = None  # a launched trainer's sampler processes (`dataloading.workers`)
+    sampler_id: int = 0  # a sampler: its index among its trainer's samplers
 
     @property
     def standalone(self) -> bool:
@@ -119,18 +120,22 @@ def _connect(env: ProcessEnv) -> Context:
         raise
     return Context(env.role, env.machine_id, len(machines), env.rank, env.num_trainers * len(machines),
                    env.num_samplers, env.part_config, book, client, policies, env.timeouts, rendezvous=rendezvous,
-                   credentials=credentials)
+                   credentials=credentials, sampler_id=env.sampler_id)
 
 
-def initialize(ip_config: str | None = None, num_servers: int = 1, num_workers: int = 0, *,
-               part_config: str | None = None) -> None:
+def initialize(ip_config: str | None = None, max_queue_size: int | None = None, net_type: str | None = None,
+               num_worker_threads: int = 1, use_graphbolt: bool = False, *, num_servers: int = 1,
+               num_workers: int = 0, part_config: str | None = None) -> None:
     """Set up this process: serve (server role), connect to the servers (trainer, sampler),
     or run standalone when not started by `distgraph launch`.
 
     The launcher's environment decides the role, machine id, ranks, ip_config, partition
     and number of servers; the arguments are used only where it says nothing (standalone:
     `part_config` is the 1-part partition to load; `num_workers` is the number of sampler
-    processes per trainer)."""
+    processes per trainer). DGL's `max_queue_size`, `net_type`, `num_worker_threads` and
+    `use_graphbolt` are accepted and change nothing: messages are not queued in a fixed
+    buffer, the transport is ZeroMQ, servers take their threads from `distgraph launch`, and
+    partitions serve sampling from their CSC either way."""
     global _CONTEXT
     if _CONTEXT is not None:
         raise DistGraphError("distgraph.initialize() was already called in this process")

@@ -1,6 +1,8 @@
-"""Graph neural network layers and models that consume `Block`s."""
+"""Graph neural network layers and models that consume `Block`s (also under DGL's path,
+`distgraph.nn.pytorch`)."""
 
 from .graphsage import GraphSAGE
 from .sage import SAGEConv
+from . import pytorch  # noqa: E402 (after the names it re-exports)
 
-__all__ = ["SAGEConv", "GraphSAGE"]
+__all__ = ["SAGEConv", "GraphSAGE", "pytorch"]

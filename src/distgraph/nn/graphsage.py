@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..dataloading.block import Block
+from ..block import Block
 from .sage import SAGEConv
 
 

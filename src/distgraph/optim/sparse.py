@@ -60,8 +60,9 @@ class SparseOptimizer(abc.ABC):
                     emb.weight.push_rows(ids, grads, spec)
 
     def zero_grad(self) -> None:
+        """Drop gradients already computed (see `DistEmbedding.zero_grad`)."""
         for emb in self.params:
-            emb.reset_trace()
+            emb.zero_grad()
 
 
 class SparseAdagrad(SparseOptimizer):

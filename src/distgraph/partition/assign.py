@@ -86,6 +86,7 @@ def assign_parts(
     seed: int = 0,
     alongside: Callable[[], object] | None = None,
     node_weights: np.ndarray | None = None,
+    objtype: str = "cut",
 ) -> np.ndarray:
     """Partition id (int64) of every node, in the graph's own (homogeneous) ids.
 
@@ -114,7 +115,7 @@ def assign_parts(
         beside = side.submit(alongside) if alongside is not None else None
         given = node_weights is not None  # a single column is a constraint only when asked for
         parts, _ = part_graph(xadj, adjncy, num_parts, weights if given or weights.shape[1] > 1 else None,
-                              seed=seed)
+                              seed=seed, objtype=objtype)
         del xadj, adjncy, weights
         if beside is not None:
             beside.result()

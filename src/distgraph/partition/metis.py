@@ -27,6 +27,8 @@ _METIS_OK = 1
 _METIS_ERRORS = {-2: "METIS_ERROR_INPUT (bad adjacency or weights)", -3: "METIS_ERROR_MEMORY (out of memory)",
                  -4: "METIS_ERROR"}
 _NOPTIONS = 40
+_OBJTYPE = 1  # METIS_OPTION_OBJTYPE, the same slot in 5.1 and 5.2
+_OBJTYPES = {"cut": 0, "vol": 1}  # METIS_OBJTYPE_CUT, METIS_OBJTYPE_VOL
 INT32_LIMIT = 2**31 - 1  # largest id, entry count or weight total the 32-bit build takes (tests lower it)
 
 
@@ -117,13 +119,17 @@ def part_graph(
     ufactor: int = 30,
     recursive: bool | None = None,
     library: MetisLibrary | None = None,
+    objtype: str = "cut",
 ) -> tuple[np.ndarray, int]:
-    """Call METIS; `vwgt` is (num_nodes, ncon) integers or None. Returns (part ids as int64, edge cut).
+    """Call METIS; `vwgt` is (num_nodes, ncon) integers or None. Returns (part ids as int64,
+    the objective: edge cut, or communication volume with objtype="vol").
 
     `library` defaults to `choose_library` (32-bit when the graph fits). Like pymetis, below
     8 parts it uses recursive bisection (twice as fast as k-way for 2 parts here, same cut)
-    and k-way otherwise.
+    and k-way otherwise; minimising the volume needs k-way.
     """
+    if objtype not in _OBJTYPES:
+        raise PartitionError(f"objtype must be one of {', '.join(_OBJTYPES)}, got {objtype!r}")
     n = xadj.size - 1
     ncon = 1
     totals = None
@@ -147,8 +153,9 @@ def part_graph(
     options[lib.seed] = seed
     options[lib.ufactor] = ufactor
     options[lib.numbering] = 0
+    options[_OBJTYPE] = _OBJTYPES[objtype]
     nvtxs, ncon_, nparts, objval = (np.array([x], dtype=idx) for x in (n, ncon, num_parts, 0))
-    use_recursive = num_parts < 8 if recursive is None else recursive
+    use_recursive = (num_parts < 8 and objtype == "cut") if recursive is None else recursive
     call = lib.lib.METIS_PartGraphRecursive if use_recursive else lib.lib.METIS_PartGraphKway
     rc = call(
         _ptr(nvtxs), _ptr(ncon_), _ptr(xadj), _ptr(adjncy),

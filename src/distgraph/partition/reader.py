@@ -54,6 +54,26 @@ class Partition:
         edge's id is its CSC slot plus this), or None; lets sampling add instead of gather."""
         return _range_start(self.eids)
 
+    # ---- DGL's view of a partition as a local graph (`DistGraph.local_partition`, `load_partition`)
+    @property
+    def ndata(self) -> dict[str, torch.Tensor]:
+        """`NID` (global id of every local node) and `inner_node` (owned, not halo)."""
+        inner = torch.zeros(self.num_local_nodes, dtype=torch.bool)
+        inner[:self.num_inner_nodes] = True
+        return {"_ID": self.global_nid, "inner_node": inner}
+
+    @property
+    def edata(self) -> dict[str, torch.Tensor]:
+        """`EID` (global id of every stored edge) and `inner_edge` (owned: its destination is)."""
+        lo, hi = self.book.edge_range(self.part_id, None)
+        return {"_ID": self.eids, "inner_edge": (self.eids >= lo) & (self.eids < hi)}
+
+    def num_nodes(self) -> int:
+        return self.num_local_nodes
+
+    def num_edges(self) -> int:
+        return int(self.indices.numel())
+
     @cached_property
     def owned_nid_start(self) -> int | None:
         """The owned nodes' global ids (`global_nid[:num_inner_nodes]`, the writer's layout) are

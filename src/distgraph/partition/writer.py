@@ -56,9 +56,10 @@ class _PartWriter:
     numbered, its structure and edge data once the edges are."""
 
     def __init__(self, g: Graph, nodes: NodeOrder, in_edges: InEdges, out: Path, halo_hops: int,
-                 node_names: dict, edge_names: dict):
+                 node_names: dict, edge_names: dict, node_data: dict[str, DataDict], edge_data: dict[str, DataDict]):
         self.g, self.nodes, self.in_edges, self.out, self.halo_hops = g, nodes, in_edges, out, halo_hops
         self.node_names, self.edge_names = node_names, edge_names
+        self.node_data, self.edge_data = node_data, edge_data  # per type (edge types by key): name -> array
         self.edges: EdgeOrder | None = None  # set by `number_edges`
         self._edge_old2new: np.ndarray | None = None
         self._lock = threading.Lock()
@@ -98,7 +99,7 @@ class _PartWriter:
             start, end = self.nodes.ranges[p, ti]
             rows = self.nodes.new2old[start:end] - int(self.g.ntype_offsets[ti])
             for k in names:
-                self._save_rows(files["node_data"][t][k], self.g.nodes[t].data[k], rows)
+                self._save_rows(files["node_data"][t][k], self.node_data[t][k], rows)
 
     def write_edges(self, p: int) -> tuple[dict, int]:
         """Partition p's local nodes, CSC and edge data; returns its JSON entry and its number of cut in-edges."""
@@ -172,7 +173,7 @@ class _PartWriter:
             start, end = self.edges.ranges[p, ci]
             rows = self.edges.new2old[start:end] - int(self.g.etype_offsets[ci])
             for k in self.edge_names.get(key, ()):
-                self._save_rows(files["edge_data"][key][k], self.g.edges[c].data[k], rows)
+                self._save_rows(files["edge_data"][key][k], self.edge_data[key][k], rows)
         return {
             "part_id": p,
             "num_inner_nodes": int(n_inner),
@@ -243,6 +244,27 @@ def _per_type_orig(new2old: np.ndarray, ranges: np.ndarray, type_offset: int) ->
     return new2old[idx] - type_offset
 
 
+TRAINER_ID = "trainer_id"
+
+
+def _with_trainer_ids(g: Graph, parts: np.ndarray, node_store: dict, edge_store: dict) -> tuple[dict, dict]:
+    """Copies of the data stores with `trainer_id` added: each node's fine part, and each
+    edge's destination's (the input graph's own data dicts are not touched)."""
+    fine = torch.from_numpy(parts)
+    by_dst = fine[g.dst]
+
+    def extended(store: dict, offsets, values: torch.Tensor) -> dict:
+        out = {}
+        for i, (key, data) in enumerate(store.items()):
+            copy = DataDict(data.rows, data.kind, data.key)
+            copy.update(data)
+            copy[TRAINER_ID] = values[int(offsets[i]):int(offsets[i + 1])]
+            out[key] = copy
+        return out
+
+    return extended(node_store, g.ntype_offsets, fine), extended(edge_store, g.etype_offsets, by_dst)
+
+
 def _data_meta(store: dict[str, DataDict]) -> tuple[dict, dict]:
     """Names and (dtype, trailing shape) of each type's data, re-checking the rows (a tensor
     resized in place after assignment would otherwise spill into other partitions' rows)."""
@@ -262,22 +284,34 @@ def partition_graph(
     graph_name: str,
     num_parts: int,
     out_path: str | Path,
+    num_hops: int = 1,
     part_method: str = "metis",
     balance_ntypes: torch.Tensor | None = None,
     balance_edges: bool = False,
-    halo_hops: int = 1,
     return_mapping: bool = False,
+    num_trainers_per_machine: int = 1,
+    objtype: str = "cut",
+    graph_formats=None,
+    use_graphbolt: bool = False,
+    *,
     seed: int = 0,
     progress: bool = False,
     node_weights: np.ndarray | None = None,
 ):
-    """Partition `g` into `num_parts` parts under `out_path` and write `<graph_name>.json`.
+    """Partition `g` into `num_parts` parts under `out_path` and write `<graph_name>.json`
+    (DGL's arguments, in DGL's order).
 
-    Returns the `PartitionStats` (also saved in the JSON), or, with `return_mapping`, as
-    DGL does, (orig_nids, orig_eids): the original id of every new id, per type (a plain
-    tensor for a homogeneous graph). `node_weights` (one or more non-negative ints per
-    node) replaces the METIS balance constraints that `balance_ntypes`/`balance_edges` make.
-    """
+    Each partition keeps its nodes' in-edges and the halo up to `num_hops`. Returns the
+    `PartitionStats` (also saved in the JSON), or, with `return_mapping`, as DGL does,
+    (orig_nids, orig_eids): the original id of every new id, per type (a plain tensor for a
+    homogeneous graph). With `num_trainers_per_machine` T > 1, METIS makes num_parts x T parts
+    and each machine takes T of them; the part of every node and of every edge's destination
+    is written as the `trainer_id` data (`node_split(..., node_trainer_ids=...)` reads it),
+    leaving `g` itself unchanged (DGL adds it to `g`). `objtype` is METIS's objective ("cut"
+    or "vol"). `node_weights` (one or more non-negative ints per node) replaces the METIS
+    balance constraints that `balance_ntypes`/`balance_edges` make. `graph_formats` and
+    `use_graphbolt` are accepted for DGL's scripts: a partition here always serves sampling
+    from its CSC."""
     t0 = time.perf_counter()
     check_name(graph_name, "graph name", allow_dot=True)
     for t in g.ntypes:
@@ -286,23 +320,34 @@ def partition_graph(
         for part in c:
             check_name(part, "edge type part")
     num_parts = positive_int(num_parts, "num_parts")
-    halo_hops = positive_int(halo_hops, "halo_hops")
-    node_names, node_meta = _data_meta({t: g.nodes[t].data for t in g.ntypes})
-    edge_names, edge_meta = _data_meta({etype_key(c): g.edges[c].data for c in g.canonical_etypes})
+    halo_hops = positive_int(num_hops, "num_hops")
+    per_machine = positive_int(num_trainers_per_machine, "num_trainers_per_machine")
+    node_store = {t: g.nodes[t].data for t in g.ntypes}
+    edge_store = {etype_key(c): g.edges[c].data for c in g.canonical_etypes}
+    if per_machine > 1 and any(TRAINER_ID in d for d in (*node_store.values(), *edge_store.values())):
+        raise PartitionError(f"the graph already has {TRAINER_ID!r} data, which num_trainers_per_machine writes; "
+                             f"rename it")
+    node_names, node_meta = _data_meta(node_store)
+    edge_names, edge_meta = _data_meta(edge_store)
     train = node_mask(g, "train_mask")
     out = Path(out_path)
     out.mkdir(parents=True, exist_ok=True)  # an unusable folder fails now, not after METIS
     bar = tqdm(total=3 + num_parts, desc=f"partition {graph_name}", unit="step", disable=not progress, leave=False)
     bar.set_postfix_str(f"assign ({part_method})")
     built: list[InEdges] = []  # the in-edge index needs no assignment: it is built beside METIS
-    parts = assign_parts(g, num_parts, part_method, balance_ntypes, balance_edges, seed,
-                         alongside=lambda: built.append(InEdges.build(g)), node_weights=node_weights)
+    parts = assign_parts(g, num_parts * per_machine, part_method, balance_ntypes, balance_edges, seed,
+                         alongside=lambda: built.append(InEdges.build(g)), node_weights=node_weights, objtype=objtype)
+    if per_machine > 1:
+        node_store, edge_store = _with_trainer_ids(g, parts, node_store, edge_store)
+        node_names, node_meta = _data_meta(node_store)
+        edge_names, edge_meta = _data_meta(edge_store)
+        parts = parts // per_machine
     t_assign = time.perf_counter() - t0
     bar.update()
     bar.set_postfix_str("relabel and write")
     _remove_previous(out / f"{graph_name}.json")  # the input passed every check: now it replaces them
     nodes = relabel_nodes(g, parts, num_parts)
-    writer = _PartWriter(g, nodes, built.pop(), out, halo_hops, node_names, edge_names)
+    writer = _PartWriter(g, nodes, built.pop(), out, halo_hops, node_names, edge_names, node_store, edge_store)
     # Writing is gathers, sorts and file writes, which release the GIL: two threads use both cores.
     # Node data needs the node numbering only: it is written while this thread numbers the edges.
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..block import EID
 from ..errors import InputError
 from ..graph import Graph, as_id_tensor
 from ..partition import Partition
@@ -13,7 +14,8 @@ from .kernel import Csc, sample_csc_ids, sample_uniform_native
 class SampledEdges:
     """Sampled edges in global ids: `src[i] -> dst[i]` is edge `eids[i]`; `seed_pos[i]` is the
     position, in the seeds asked for, of the seed the edge was drawn for (None if unknown),
-    so that building a block needs no search for each edge's destination.
+    so that building a block needs no search for each edge's destination. As a frontier (what
+    DGL's `sample_neighbors` returns), `edges()` and `edata[EID]` give the same.
 
     With in-edges, `dst` may be left None and `seeds` given instead: it is then
     `seeds[seed_pos]`, gathered only if asked for (a block never asks)."""
@@ -23,6 +25,32 @@ class SampledEdges:
         if dst is None and (seeds is None or seed_pos is None):
             raise ValueError("SampledEdges needs dst, or the seeds and each edge's seed position")
         self.src, self.eids, self.seed_pos, self._dst, self._seeds = src, eids, seed_pos, dst, seeds
+        self.graph_num_nodes: int | None = None  # set by sample_neighbors: the frontier holds all nodes
+
+    def edges(self, form: str = "uv", order: str = "eid", etype=None):
+        """(src, dst) global ids ('uv'), edge ids ('eid'), or (src, dst, edge ids) ('all')."""
+        if form == "uv":
+            return self.src, self.dst
+        if form == "eid":
+            return self.eids
+        if form == "all":
+            return self.src, self.dst, self.eids
+        raise InputError(f"form must be 'uv', 'eid' or 'all', got {form!r}")
+
+    @property
+    def edata(self) -> dict:
+        return {EID: self.eids}
+
+    def num_edges(self, etype=None) -> int:
+        return int(self.eids.numel())
+
+    def num_nodes(self, ntype=None) -> int:
+        if self.graph_num_nodes is None:
+            raise InputError("these edges were not sampled from a graph by sample_neighbors: no node count")
+        return self.graph_num_nodes
+
+    number_of_edges = num_edges
+    number_of_nodes = num_nodes
 
     @property
     def dst(self) -> torch.Tensor:
@@ -45,8 +73,10 @@ class SampledEdges:
 
     def select(self, keep: torch.Tensor) -> "SampledEdges":
         """The edges where `keep` is true."""
-        return SampledEdges(self.src[keep], self.dst[keep], self.eids[keep],
-                            None if self.seed_pos is None else self.seed_pos[keep])
+        out = SampledEdges(self.src[keep], self.dst[keep], self.eids[keep],
+                           None if self.seed_pos is None else self.seed_pos[keep])
+        out.graph_num_nodes = self.graph_num_nodes
+        return out
 
 
 def sample_graph(g: Graph, seeds, fanout: int, edge_dir: str = "in", replace: bool = False,

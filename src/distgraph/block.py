@@ -1,0 +1,320 @@
+"""`Block`: one layer's bipartite message-flow graph, the unit a GNN layer consumes (DGL's
+`DGLBlock`). A leaf module: layers import it without loading the runtime.
+
+Destination nodes come first among the source nodes (so `h[:num_dst_nodes()]` is the
+destinations' own input), ids are global, and `edge_index` is PyTorch Geometric's
+(2, num_edges) [source row, destination row] over the block's local numbering, with edges
+grouped by destination row (so aggregation is a segmented reduction). As in DGL,
+`srcdata[NID]` / `dstdata[NID]` hold the nodes' graph ids and `edata[EID]` the edges'.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import MutableMapping
+from typing import Iterator
+
+import torch
+
+from .errors import InputError
+from .native import kernels
+
+NID = "_ID"  # DGL's key of node ids in a block's or graph's node data
+EID = "_ID"  # ... and of edge ids in its edge data (the same string in DGL)
+DEFAULT_NTYPE = "_N"
+DEFAULT_ETYPE = ("_N", "_E", "_N")
+
+
+class TypedData(MutableMapping):
+    """The data of one side of a block (or of its edges), one dict per node (edge) type: with
+    one type a key maps to a tensor, with several to `{type: tensor}` (DGL's data views)."""
+
+    def __init__(self, frames: dict):
+        self.frames = frames
+
+    def __getitem__(self, key: str):
+        if len(self.frames) == 1:
+            return next(iter(self.frames.values()))[key]
+        found = {t: f[key] for t, f in self.frames.items() if key in f}
+        if not found:
+            raise KeyError(key)
+        return found
+
+    def __setitem__(self, key: str, value) -> None:
+        if isinstance(value, dict):
+            unknown = set(value) - set(self.frames)
+            if unknown:
+                raise InputError(f"unknown types {sorted(unknown)}; this block has {list(self.frames)}")
+            for t, v in value.items():
+                self.frames[t][key] = v
+        elif len(self.frames) == 1:
+            next(iter(self.frames.values()))[key] = value
+        else:
+            raise InputError(f"this block has types {list(self.frames)}: assign a dict {{type: tensor}}")
+
+    def __delitem__(self, key: str) -> None:
+        hit = [f for f in self.frames.values() if key in f]
+        if not hit:
+            raise KeyError(key)
+        for f in hit:
+            del f[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys(k for f in self.frames.values() for k in f))
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+
+class _TypeSpace:
+    """`block.srcnodes` / `dstnodes`: `[ntype].data` is that type's data; called, the local ids."""
+
+    class _View:
+        def __init__(self, data: dict):
+            self.data = data
+
+    def __init__(self, frames: dict, count):
+        self._frames, self._count = frames, count
+
+    def __getitem__(self, ntype: str) -> "_TypeSpace._View":
+        if ntype not in self._frames:
+            raise InputError(f"unknown node type {ntype!r}; this block has {list(self._frames)}")
+        return self._View(self._frames[ntype])
+
+    def __call__(self, ntype: str | None = None) -> torch.Tensor:
+        return torch.arange(self._count(ntype))
+
+
+class Block:
+    """A bipartite message-flow graph: `src_nodes` (global ids; the first `num_dst_nodes()` are
+    `dst_nodes`), `edge_index` (2, E) local (source row, destination row), `eids` global."""
+
+    is_block = True
+
+    def __init__(self, src_nodes: torch.Tensor, dst_nodes: torch.Tensor, edge_index: torch.Tensor,
+                 eids: torch.Tensor):
+        self.src_nodes, self.dst_nodes, self.edge_index, self.eids = src_nodes, dst_nodes, edge_index, eids
+        self._src = {DEFAULT_NTYPE: {NID: src_nodes}}
+        self._dst = {DEFAULT_NTYPE: {NID: dst_nodes}}
+        self._edges = {DEFAULT_ETYPE: {EID: eids}}
+
+    # ------------------------------------------------------------- DGL's view
+    @property
+    def srcdata(self) -> TypedData:
+        return TypedData(self._src)
+
+    @property
+    def dstdata(self) -> TypedData:
+        return TypedData(self._dst)
+
+    @property
+    def edata(self) -> TypedData:
+        return TypedData(self._edges)
+
+    @property
+    def srcnodes(self) -> _TypeSpace:
+        return _TypeSpace(self._src, self.num_src_nodes)
+
+    @property
+    def dstnodes(self) -> _TypeSpace:
+        return _TypeSpace(self._dst, self.num_dst_nodes)
+
+    @property
+    def srctypes(self) -> list[str]:
+        return list(self._src)
+
+    @property
+    def dsttypes(self) -> list[str]:
+        return list(self._dst)
+
+    @property
+    def ntypes(self) -> list[str]:
+        """Source types then destination types, as DGL lists them for a block."""
+        return self.srctypes + self.dsttypes
+
+    @property
+    def canonical_etypes(self) -> list[tuple[str, str, str]]:
+        return list(self._edges)
+
+    @property
+    def etypes(self) -> list[str]:
+        return [c[1] for c in self.canonical_etypes]
+
+    def num_src_nodes(self, ntype: str | None = None) -> int:
+        return int(self.src_nodes.numel())
+
+    def num_dst_nodes(self, ntype: str | None = None) -> int:
+        return int(self.dst_nodes.numel())
+
+    def num_edges(self, etype=None) -> int:
+        return int(self.eids.numel())
+
+    number_of_src_nodes = num_src_nodes
+    number_of_dst_nodes = num_dst_nodes
+    number_of_edges = num_edges
+
+    def edges(self, form: str = "uv", order: str = "eid", etype=None):
+        """Local (source, destination) rows of every edge ('uv'), the edge positions ('eid'), or
+        all three ('all'), in this block's edge order."""
+        u, v = self.edge_index[0], self.edge_index[1]
+        if form == "uv":
+            return u, v
+        ids = torch.arange(self.num_edges())
+        if form == "eid":
+            return ids
+        if form == "all":
+            return u, v, ids
+        raise InputError(f"form must be 'uv', 'eid' or 'all', got {form!r}")
+
+    def in_degrees(self, v=None) -> torch.Tensor:
+        deg = torch.bincount(self.edge_index[1], minlength=self.num_dst_nodes())
+        return deg if v is None else deg[torch.as_tensor(v, dtype=torch.int64)]
+
+    def to(self, device, **kwargs) -> "Block":
+        """This block with its arrays (ids and data) on `device` (itself when they are there)."""
+        device = torch.device(device)
+        if all(t.device == device for t in (self.src_nodes, self.edge_index)):
+            return self
+        move = lambda frames: {t: {k: v.to(device, **kwargs) for k, v in f.items()} for t, f in frames.items()}  # noqa: E731
+        out = Block(*(t.to(device, **kwargs) for t in (self.src_nodes, self.dst_nodes, self.edge_index, self.eids)))
+        out._src, out._dst, out._edges = move(self._src), move(self._dst), move(self._edges)
+        return out
+
+    def data_frames(self) -> dict[str, dict]:
+        """The per-type data dicts of the sources ('src'), destinations ('dst') and edges ('edge')."""
+        return {"src": self._src, "dst": self._dst, "edge": self._edges}
+
+    # ------------------------------------------------------------ aggregation
+    def size(self) -> tuple[int, int]:
+        """(num_src_nodes, num_dst_nodes): the `size` PyG's bipartite message passing takes."""
+        return self.num_src_nodes(), self.num_dst_nodes()
+
+    def dst_offsets(self) -> torch.Tensor:
+        """Start of each destination's edges in `edge_index` (edges are grouped by destination)."""
+        deg = self.in_degrees()
+        return torch.cumsum(deg, 0) - deg
+
+    def __repr__(self) -> str:
+        return f"Block(num_src_nodes={self.num_src_nodes()}, num_dst_nodes={self.num_dst_nodes()}, " \
+               f"num_edges={self.num_edges()})"
+
+
+def block_from_edges(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.Tensor, eids: torch.Tensor) -> Block:
+    """Build a block from sampled edges: `src` global source ids, `dst_row` the row of each
+    edge's destination in `dst_nodes` (distinct). Sources that are not destinations are
+    appended after the destinations in order of first appearance (as DGL's `to_block`) once
+    the edges are grouped by destination, keeping their order within one: the block depends
+    on each destination's edges, not on the order they arrived in (the edges of several
+    machines arrive as one sorted run each)."""
+    dst_nodes = dst_nodes.to(torch.int64).contiguous()
+    src, dst_row, eids = (a.to(torch.int64).contiguous() for a in (src, dst_row, eids))
+    grouped = dst_row.numel() <= 1 or bool((dst_row[1:] >= dst_row[:-1]).all())
+    native = _relabel_native(dst_nodes, src, None if grouped else (dst_row, eids))
+    if native is not None:
+        src_nodes, src_row, regrouped = native
+        if regrouped is not None:
+            dst_row, eids = regrouped
+    else:
+        if not grouped:
+            order = torch.argsort(dst_row, stable=True)
+            src, dst_row, eids = (a.index_select(0, order) for a in (src, dst_row, eids))
+        src_nodes, src_row = _relabel_torch(dst_nodes, src)
+    return Block(src_nodes, dst_nodes, torch.stack([src_row, dst_row]), eids)
+
+
+def to_block(g, dst_nodes=None, include_dst_in_src: bool = True, src_nodes=None) -> Block:
+    """DGL's `to_block` of a frontier `g` (what `sample_neighbors` returns, or anything with
+    `edges()` and `edata[EID]` in global ids): the destinations are `dst_nodes` (default: the
+    frontier's destinations, in order of first appearance), then the other sources."""
+    if not include_dst_in_src or src_nodes is not None:
+        raise InputError("to_block keeps the destinations first among the sources (include_dst_in_src=True, "
+                         "src_nodes=None)")
+    src, dst = g.edges()
+    eids = g.edata[EID]
+    if dst_nodes is None:
+        dst_nodes = first_occurrences(dst)
+    dst_nodes = torch.as_tensor(dst_nodes, dtype=torch.int64)
+    row = rows_in(dst_nodes, dst, "dst_nodes must include every destination of the frontier's edges")
+    return block_from_edges(dst_nodes, src, row, eids)
+
+
+def first_positions(ids: torch.Tensor) -> torch.Tensor:
+    """Ascending positions of the first occurrence of each distinct id (vectorised)."""
+    uniq, inverse = torch.unique(ids, return_inverse=True)
+    if uniq.numel() == ids.numel():
+        return torch.arange(ids.numel())
+    first = torch.full((uniq.numel(),), ids.numel(), dtype=torch.int64)
+    first.scatter_reduce_(0, inverse, torch.arange(ids.numel()), reduce="amin")
+    return first.sort().values
+
+
+def first_occurrences(ids: torch.Tensor) -> torch.Tensor:
+    """`ids` without repeats, each kept at its first position."""
+    pos = first_positions(ids)
+    return ids if pos.numel() == ids.numel() else ids[pos]
+
+
+def rows_in(nodes: torch.Tensor, ids: torch.Tensor, what: str | None = None) -> torch.Tensor:
+    """Position of each of `ids` in `nodes` (distinct); with `what`, an id that is not there
+    is an error naming it, else every id must be there."""
+    order = torch.argsort(nodes)
+    pos = torch.searchsorted(nodes[order], ids).clamp_(max=max(nodes.numel() - 1, 0))
+    if what is not None and ids.numel() and not bool((nodes[order][pos] == ids).all()):
+        raise InputError(f"{what}")
+    return order[pos]
+
+
+_tables = threading.local()  # per thread: the C relabel's hash table, reused (see sampling.c)
+_MAX_ID = (1 << 40) - 2  # the table's tags hold id + 1 in 40 bits
+_MAX_EPOCH = (1 << 23) - 1
+
+
+def _relabel_native(dst: torch.Tensor, src: torch.Tensor, regroup: tuple[torch.Tensor, torch.Tensor] | None):
+    """In C (`native/sampling.c`): (distinct ids, local id of each source, and with `regroup`
+    = (rows, eids) the edges' rows and eids grouped by row, the local ids in that order too);
+    None when the kernels are not built or an id does not fit the table's tags."""
+    lib = kernels()
+    if lib is None or not all(not x.numel() or 0 <= int(x.min()) <= int(x.max()) <= _MAX_ID for x in (dst, src)):
+        return None
+    nd, ns = dst.numel(), src.numel()
+    nodes, local = torch.empty(nd + ns, dtype=torch.int64), torch.empty(ns, dtype=torch.int64)
+    rows = eids = counts = out_rows = out_eids = None
+    if regroup is not None:
+        rows, eids = regroup
+        out_rows, out_eids = torch.empty_like(rows), torch.empty_like(eids)
+    ptr = lambda a: None if a is None else a.data_ptr()  # noqa: E731
+    # the table grows (doubling) until the distinct ids fill at most half of it, and stays
+    need = 1 << max(4, (2 * nd + 2).bit_length())
+    while True:
+        epoch = getattr(_tables, "epoch", _MAX_EPOCH) + 1
+        if getattr(_tables, "cap", 0) < need or epoch > _MAX_EPOCH:  # grow, or start over when epochs run out
+            cap = max(need, getattr(_tables, "cap", 0))
+            _tables.table, _tables.cap, epoch = torch.zeros(2 * cap, dtype=torch.int64), cap, 1
+        _tables.epoch = epoch
+        if regroup is not None:
+            counts = torch.zeros(nd + 1, dtype=torch.int64)
+        n = lib.relabel(nd, dst.data_ptr(), ns, src.data_ptr(), _tables.cap, epoch, _tables.table.data_ptr(),
+                        nodes.data_ptr(), local.data_ptr(), ptr(rows), ptr(eids), ptr(counts), ptr(out_rows),
+                        ptr(out_eids))
+        if n != -1:
+            break
+        need = 2 * _tables.cap
+    if n == -2:
+        raise InputError("the destination nodes of a block must be distinct")
+    if n == -3:
+        raise IndexError(f"destination rows must lie in [0, {nd})")
+    return nodes[:n], local, None if regroup is None else (out_rows, out_eids)
+
+
+def _relabel_torch(dst: torch.Tensor, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(distinct ids: `dst` then new sources by first appearance, local id of each source)."""
+    nd, ns = dst.numel(), src.numel()
+    uniq, inverse = torch.unique(torch.cat([dst, src]), return_inverse=True)
+    if torch.unique(inverse[:nd]).numel() < nd:
+        raise InputError("the destination nodes of a block must be distinct")
+    first = torch.full((uniq.numel(),), nd + ns, dtype=torch.int64)
+    first.scatter_reduce_(0, inverse, torch.arange(nd + ns), reduce="amin")
+    order = torch.argsort(first)  # local id -> index into uniq
+    local = torch.empty_like(order)
+    local[order] = torch.arange(order.numel())
+    return uniq[order], local[inverse[nd:]]

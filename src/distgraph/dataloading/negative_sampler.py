@@ -1,0 +1,99 @@
+"""Negative samplers with DGL's names (`dgl.dataloading.negative_sampler`): called as
+`sampler(g, eids)`, they return the (src, dst) node pairs scored as non-edges for a batch of
+positive edges. Draws come from the batch's generator when the loader passes one, so a
+seeded loader gives the same negatives in this process and in sampler processes."""
+
+from __future__ import annotations
+
+import torch
+
+from ..block import first_positions
+from ..errors import InputError
+from ..graph import as_id_tensor
+
+
+def _count(k, what: str) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"{what} must be a positive integer, got {k!r}")
+    return k
+
+
+def _dst_nodes(g, etype) -> int:
+    """How many nodes the destination type of `etype` (the only edge type if None) has."""
+    if g.is_homogeneous:
+        return g.num_nodes()
+    c = g.to_canonical_etype(etype) if etype is not None else g.canonical_etypes[0]
+    return g.num_nodes(c[2])
+
+
+class PerSourceUniform:
+    """`k` negatives per positive edge (u, v): (u, v') with v' uniform over the nodes of the
+    destination type (DGL's `Uniform`)."""
+
+    def __init__(self, k: int):
+        self.k = _count(k, "the number of negatives per edge")
+
+    def __call__(self, g, eids, etype=None, generator: torch.Generator | None = None):
+        eids = as_id_tensor(eids, "edge ids")
+        src, _ = g.find_edges(eids, etype) if etype is not None else g.find_edges(eids)
+        dst = torch.randint(0, _dst_nodes(g, etype), (src.numel() * self.k,), generator=generator)
+        return src.repeat_interleave(self.k), dst
+
+    def spec(self) -> dict:
+        return {"kind": "per_source_uniform", "k": self.k}
+
+
+Uniform = PerSourceUniform
+
+
+class GlobalUniform:
+    """Up to `k` negatives per positive edge, as node pairs (u', v') drawn uniformly over all
+    pairs; self-loops are left out with `exclude_self_loops`, and pairs that are edges of the
+    graph always (their in-edges are looked up, on a DistGraph too). With `replace=False` a
+    pair is not drawn twice in one batch. Fewer pairs come back when rejections remain after
+    the redraws, as in DGL."""
+
+    REDRAWS = 3
+
+    def __init__(self, k: int, exclude_self_loops: bool = True, replace: bool = False):
+        self.k = _count(k, "the number of negatives per edge")
+        self.exclude_self_loops, self.replace = bool(exclude_self_loops), bool(replace)
+
+    def __call__(self, g, eids, etype=None, generator: torch.Generator | None = None):
+        from ..sampling import sample_neighbors
+
+        if not g.is_homogeneous:
+            raise InputError("GlobalUniform draws pairs of one node type; use PerSourceUniform on a heterogeneous "
+                             "graph")
+        n = g.num_nodes()
+        want = as_id_tensor(eids, "edge ids").numel() * self.k
+        src = dst = torch.empty(0, dtype=torch.int64)
+        for _ in range(self.REDRAWS):
+            if src.numel() >= want:
+                break
+            more = 2 * (want - src.numel())  # draw extra, keep what survives the checks
+            u = torch.randint(0, n, (more,), generator=generator)
+            v = torch.randint(0, n, (more,), generator=generator)
+            keep = u != v if self.exclude_self_loops else torch.ones(more, dtype=torch.bool)
+            u, v = u[keep], v[keep]
+            found = sample_neighbors(g, torch.unique(v), -1)  # every in-edge of the candidates' destinations
+            keep = ~torch.isin(u * n + v, found.src * n + found.dst)
+            u, v = torch.cat([src, u[keep]]), torch.cat([dst, v[keep]])
+            if not self.replace:
+                first = first_positions(u * n + v)
+                u, v = u[first], v[first]
+            src, dst = u, v
+        return src[:want], dst[:want]
+
+    def spec(self) -> dict:
+        return {"kind": "global_uniform", "k": self.k, "exclude_self_loops": self.exclude_self_loops,
+                "replace": self.replace}
+
+
+def from_spec(spec: dict | None):
+    """The negative sampler a `spec()` describes (in a sampler process)."""
+    if spec is None:
+        return None
+    if spec["kind"] == "per_source_uniform":
+        return PerSourceUniform(spec["k"])
+    return GlobalUniform(spec["k"], spec["exclude_self_loops"], spec["replace"])
