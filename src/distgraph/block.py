@@ -85,6 +85,19 @@ class _TypeSpace:
         return torch.arange(self._count(ntype))
 
 
+def edge_view(edge_index: torch.Tensor, form: str):
+    """DGL's `edges(form)` of a (2, E) local edge index: 'uv', 'eid' (positions) or 'all'."""
+    u, v = edge_index[0], edge_index[1]
+    if form == "uv":
+        return u, v
+    ids = torch.arange(edge_index.shape[1])
+    if form == "eid":
+        return ids
+    if form == "all":
+        return u, v, ids
+    raise InputError(f"form must be 'uv', 'eid' or 'all', got {form!r}")
+
+
 class Block:
     """A bipartite message-flow graph: `src_nodes` (global ids; the first `num_dst_nodes()` are
     `dst_nodes`), `edge_index` (2, E) local (source row, destination row), `eids` global."""
@@ -156,15 +169,7 @@ class Block:
     def edges(self, form: str = "uv", order: str = "eid", etype=None):
         """Local (source, destination) rows of every edge ('uv'), the edge positions ('eid'), or
         all three ('all'), in this block's edge order."""
-        u, v = self.edge_index[0], self.edge_index[1]
-        if form == "uv":
-            return u, v
-        ids = torch.arange(self.num_edges())
-        if form == "eid":
-            return ids
-        if form == "all":
-            return u, v, ids
-        raise InputError(f"form must be 'uv', 'eid' or 'all', got {form!r}")
+        return edge_view(self.edge_index, form)
 
     def in_degrees(self, v=None) -> torch.Tensor:
         deg = torch.bincount(self.edge_index[1], minlength=self.num_dst_nodes())

@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 
 import torch
 
-from ..block import EID, NID
+from ..block import EID, NID, edge_view
 from ..errors import InputError
 
 
@@ -53,15 +53,7 @@ class PairGraph:
 
     def edges(self, form: str = "uv", order: str = "eid", etype=None):
         """Local (source, destination) indices of the pairs ('uv'), their positions ('eid'), or all three."""
-        u, v = self.edge_index[0], self.edge_index[1]
-        if form == "uv":
-            return u, v
-        ids = torch.arange(self.num_edges())
-        if form == "eid":
-            return ids
-        if form == "all":
-            return u, v, ids
-        raise InputError(f"form must be 'uv', 'eid' or 'all', got {form!r}")
+        return edge_view(self.edge_index, form)
 
     def apply_edges(self, func: Callable, edges=None, etype=None) -> None:
         """Compute edge data for every pair: `func` is a built-in of `distgraph.function` or a

@@ -113,25 +113,24 @@ def _split(ids: torch.Tensor, owner: torch.Tensor, num_parts: int, rank: int, wo
     return mine[local_rank * n // per_machine:(local_rank + 1) * n // per_machine]
 
 
+def _share(kind: str, items, partition_book, type_name, rank, force_even: bool, trainer_ids, world_size):
+    """This trainer's share of the nodes or edges `items` of one type (see the module's doc)."""
+    rank, world_size = _trainer(rank, world_size)
+    book = _book(items, partition_book)
+    count = book.num_nodes(type_name) if kind == "node" else book.num_edges(type_name)
+    ids = _ids(items, count, f"{kind}s")
+    trainer = None if trainer_ids is None else _by_trainer(ids, trainer_ids, count, world_size, f"{kind}_trainer_ids")
+    owner = book.nid2partid(ids, type_name) if kind == "node" else book.eid2partid(ids, type_name)
+    return _split(ids, owner, book.num_partitions(), rank, world_size, force_even, trainer)
+
+
 def node_split(nodes, partition_book: RangePartitionBook | None = None, ntype: str = "_N", rank: int | None = None,
                force_even: bool = True, node_trainer_ids=None, world_size: int | None = None) -> torch.Tensor:
     """This trainer's share of `nodes` (a boolean mask over `ntype`'s nodes, or ids)."""
-    rank, world_size = _trainer(rank, world_size)
-    book = _book(nodes, partition_book)
-    count = book.num_nodes(ntype)
-    ids = _ids(nodes, count, "nodes")
-    trainer = None if node_trainer_ids is None else _by_trainer(ids, node_trainer_ids, count, world_size,
-                                                                "node_trainer_ids")
-    return _split(ids, book.nid2partid(ids, ntype), book.num_partitions(), rank, world_size, force_even, trainer)
+    return _share("node", nodes, partition_book, ntype, rank, force_even, node_trainer_ids, world_size)
 
 
 def edge_split(edges, partition_book: RangePartitionBook | None = None, etype=None, rank: int | None = None,
                force_even: bool = True, edge_trainer_ids=None, world_size: int | None = None) -> torch.Tensor:
     """This trainer's share of `edges` (a boolean mask over `etype`'s edges, or ids)."""
-    rank, world_size = _trainer(rank, world_size)
-    book = _book(edges, partition_book)
-    count = book.num_edges(etype)
-    ids = _ids(edges, count, "edges")
-    trainer = None if edge_trainer_ids is None else _by_trainer(ids, edge_trainer_ids, count, world_size,
-                                                                "edge_trainer_ids")
-    return _split(ids, book.eid2partid(ids, etype), book.num_partitions(), rank, world_size, force_even, trainer)
+    return _share("edge", edges, partition_book, etype, rank, force_even, edge_trainer_ids, world_size)

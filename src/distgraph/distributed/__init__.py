@@ -24,7 +24,7 @@ _EXPORTS = {
     **{n: f"..dataloading:{n}" for n in ("DistDataLoader", "DistEdgeDataLoader", "DistNodeDataLoader", "edge_split",
                                          "node_split")},
     "sample_neighbors": "..sampling:sample_neighbors",
-    "optim": "..optim", **{n: f"..optim:{n}" for n in ("SparseAdagrad", "SparseAdam")},
+    **{n: f"..optim:{n}" for n in ("SparseAdagrad", "SparseAdam")},
     **{n: f"..block:{n}" for n in ("DEFAULT_ETYPE", "DEFAULT_NTYPE")},
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
