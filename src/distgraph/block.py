@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import MutableMapping
+from dataclasses import dataclass
 from typing import Iterator
 
 import torch
 
 from .errors import InputError
+from .graph import resolve_etype
 from .native import kernels
 
 NID = "_ID"  # DGL's key of node ids in a block's or graph's node data
@@ -98,18 +100,46 @@ def edge_view(edge_index: torch.Tensor, form: str):
     raise InputError(f"form must be 'uv', 'eid' or 'all', got {form!r}")
 
 
+@dataclass
+class BlockTypes:
+    """The types of a heterogeneous graph's block, one entry per node or edge of the block."""
+
+    ntypes: list[str]
+    canonical_etypes: list[tuple[str, str, str]]
+    src_type: torch.Tensor  # node type id of each source (the destinations are the first ones)
+    src_tid: torch.Tensor  # per-type id of each source
+    etype: torch.Tensor  # edge type id of each edge
+    edge_tid: torch.Tensor  # per-type id of each edge
+
+    def arrays(self) -> list[torch.Tensor]:
+        return [self.src_type, self.src_tid, self.etype, self.edge_tid]
+
+
 class Block:
     """A bipartite message-flow graph: `src_nodes` (global ids; the first `num_dst_nodes()` are
-    `dst_nodes`), `edge_index` (2, E) local (source row, destination row), `eids` global."""
+    `dst_nodes`), `edge_index` (2, E) local (source row, destination row), `eids` global.
+
+    A heterogeneous graph's block keeps that homogeneous view (for layers that take one, with
+    `edge_type()` and `src_type()`) and adds DGL's typed one from `types`: per node type,
+    the sources (in their order here, so each type's destinations come first among its
+    sources) and their per-type ids in `srcdata[NID]`; per edge type, `edges(etype=...)` in
+    per-type local indices and `edata[EID]` in per-type ids; `relation(etype)` as a block."""
 
     is_block = True
 
     def __init__(self, src_nodes: torch.Tensor, dst_nodes: torch.Tensor, edge_index: torch.Tensor,
-                 eids: torch.Tensor):
+                 eids: torch.Tensor, types: BlockTypes | None = None):
         self.src_nodes, self.dst_nodes, self.edge_index, self.eids = src_nodes, dst_nodes, edge_index, eids
-        self._src = {DEFAULT_NTYPE: {NID: src_nodes}}
-        self._dst = {DEFAULT_NTYPE: {NID: dst_nodes}}
-        self._edges = {DEFAULT_ETYPE: {EID: eids}}
+        self.types = types
+        if types is None:
+            self._src = {DEFAULT_NTYPE: {NID: src_nodes}}
+            self._dst = {DEFAULT_NTYPE: {NID: dst_nodes}}
+            self._edges = {DEFAULT_ETYPE: {EID: eids}}
+            return
+        nd = dst_nodes.numel()
+        self._src = {t: {NID: types.src_tid[types.src_type == i]} for i, t in enumerate(types.ntypes)}
+        self._dst = {t: {NID: types.src_tid[:nd][types.src_type[:nd] == i]} for i, t in enumerate(types.ntypes)}
+        self._edges = {c: {EID: types.edge_tid[types.etype == i]} for i, c in enumerate(types.canonical_etypes)}
 
     # ------------------------------------------------------------- DGL's view
     @property
@@ -154,25 +184,105 @@ class Block:
         return [c[1] for c in self.canonical_etypes]
 
     def num_src_nodes(self, ntype: str | None = None) -> int:
-        return int(self.src_nodes.numel())
+        if ntype is None:
+            return int(self.src_nodes.numel())
+        return int(self._frame(self._src, ntype)[NID].numel())
 
     def num_dst_nodes(self, ntype: str | None = None) -> int:
-        return int(self.dst_nodes.numel())
+        if ntype is None:
+            return int(self.dst_nodes.numel())
+        return int(self._frame(self._dst, ntype)[NID].numel())
 
     def num_edges(self, etype=None) -> int:
-        return int(self.eids.numel())
+        if etype is None:
+            return int(self.eids.numel())
+        return int(self._frame(self._edges, self._etype(etype))[EID].numel())
 
     number_of_src_nodes = num_src_nodes
     number_of_dst_nodes = num_dst_nodes
     number_of_edges = num_edges
 
+    @staticmethod
+    def _frame(frames: dict, key) -> dict:
+        if key not in frames:
+            raise InputError(f"unknown type {key!r}; this block has {list(frames)}")
+        return frames[key]
+
+    def _etype(self, etype) -> tuple[str, str, str]:
+        """The canonical edge type `etype` names (the only one when None)."""
+        if etype is None:
+            if len(self._edges) != 1:
+                raise InputError(f"this block has edge types {self.canonical_etypes}; pass etype=")
+            return next(iter(self._edges))
+        return resolve_etype(etype, self.canonical_etypes)
+
     def edges(self, form: str = "uv", order: str = "eid", etype=None):
         """Local (source, destination) rows of every edge ('uv'), the edge positions ('eid'), or
-        all three ('all'), in this block's edge order."""
-        return edge_view(self.edge_index, form)
+        all three ('all'), in this block's edge order; on a typed block, those of `etype`, in
+        per-type local indices."""
+        if self.types is None:
+            return edge_view(self.edge_index, form)
+        return edge_view(self._typed_edges(self._etype(etype))[0], form)
 
-    def in_degrees(self, v=None) -> torch.Tensor:
-        deg = torch.bincount(self.edge_index[1], minlength=self.num_dst_nodes())
+    def _typed_edges(self, c: tuple[str, str, str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(local per-type edge index, positions in this block) of the edges of type `c`."""
+        at = torch.nonzero(self.types.etype == self.types.canonical_etypes.index(c)).flatten()
+        index = self._type_index()
+        return torch.stack([index[self.edge_index[0][at]], index[self.edge_index[1][at]]]), at
+
+    def _type_index(self) -> torch.Tensor:
+        """Each source's position among the sources of its type (destinations: also among the
+        destinations of their type, since they come first)."""
+        if getattr(self, "_index", None) is None:
+            kinds = self.types.src_type
+            order = torch.argsort(kinds, stable=True)
+            counts = torch.bincount(kinds, minlength=len(self.types.ntypes))
+            starts = torch.cumsum(counts, 0) - counts
+            index = torch.empty_like(order)
+            index[order] = torch.arange(order.numel()) - starts[kinds[order]]
+            self._index = index
+        return self._index
+
+    def relation(self, etype) -> "Block":
+        """The block of one edge type: all sources of its source type, all destinations of its
+        destination type (global ids), its edges in their local indices."""
+        c = self._etype(etype)
+        index, at = self._typed_edges(c)
+        nd = self.dst_nodes.numel()
+        src_kind, dst_kind = (self.types.ntypes.index(t) for t in (c[0], c[2]))
+        src = self.src_nodes[self.types.src_type == src_kind]
+        dst = self.dst_nodes[self.types.src_type[:nd] == dst_kind]
+        return Block(src, dst, index, self.eids[at])
+
+    def edge_type(self) -> torch.Tensor:
+        """The type id (in `canonical_etypes` order) of each edge of the homogeneous view."""
+        return self.types.etype if self.types is not None else torch.zeros(self.num_edges(), dtype=torch.int64)
+
+    def src_type(self) -> torch.Tensor:
+        """The type id (in node-type order) of each source of the homogeneous view."""
+        return self.types.src_type if self.types is not None else torch.zeros(self.num_src_nodes(), dtype=torch.int64)
+
+    def src_homogeneous(self, feats: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One row per source of the homogeneous view from {node type: rows of that type's
+        sources, in their order} (all of one width)."""
+        first = next(iter(feats.values()))
+        out = first.new_zeros((self.num_src_nodes(), *first.shape[1:]))
+        for t, rows in feats.items():
+            out[self.types.src_type == self.types.ntypes.index(t)] = rows
+        return out
+
+    def dst_per_type(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
+        """{node type: its destinations' rows} of one row per destination of the homogeneous view."""
+        kinds = self.types.src_type[: self.num_dst_nodes()]
+        return {t: h[kinds == i] for i, t in enumerate(self.types.ntypes) if bool((kinds == i).any())}
+
+    def in_degrees(self, v=None, etype=None) -> torch.Tensor:
+        if self.types is not None and etype is not None:
+            c = self._etype(etype)
+            index, _ = self._typed_edges(c)
+            deg = torch.bincount(index[1], minlength=self.num_dst_nodes(c[2]))
+        else:
+            deg = torch.bincount(self.edge_index[1], minlength=self.num_dst_nodes())
         return deg if v is None else deg[torch.as_tensor(v, dtype=torch.int64)]
 
     def to(self, device, **kwargs) -> "Block":
@@ -181,7 +291,10 @@ class Block:
         if all(t.device == device for t in (self.src_nodes, self.edge_index)):
             return self
         move = lambda frames: {t: {k: v.to(device, **kwargs) for k, v in f.items()} for t, f in frames.items()}  # noqa: E731
-        out = Block(*(t.to(device, **kwargs) for t in (self.src_nodes, self.dst_nodes, self.edge_index, self.eids)))
+        types = None if self.types is None else BlockTypes(
+            self.types.ntypes, self.types.canonical_etypes, *(a.to(device, **kwargs) for a in self.types.arrays()))
+        out = Block(*(t.to(device, **kwargs) for t in (self.src_nodes, self.dst_nodes, self.edge_index, self.eids)),
+                    types)
         out._src, out._dst, out._edges = move(self._src), move(self._dst), move(self._edges)
         return out
 
@@ -202,6 +315,16 @@ class Block:
     def __repr__(self) -> str:
         return f"Block(num_src_nodes={self.num_src_nodes()}, num_dst_nodes={self.num_dst_nodes()}, " \
                f"num_edges={self.num_edges()})"
+
+
+def with_types(block: Block, types) -> Block:
+    """`block` with the typed view of a heterogeneous graph whose ids `types` maps (a partition
+    book or a `Graph`: `map_to_per_ntype`, `map_to_per_etype`)."""
+    src_type, src_tid = types.map_to_per_ntype(block.src_nodes)
+    etype, edge_tid = types.map_to_per_etype(block.eids)
+    return Block(block.src_nodes, block.dst_nodes, block.edge_index, block.eids,
+                 BlockTypes(list(types.ntypes), [tuple(c) for c in types.canonical_etypes], src_type, src_tid, etype,
+                            edge_tid))
 
 
 def block_from_edges(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.Tensor, eids: torch.Tensor) -> Block:

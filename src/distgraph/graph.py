@@ -279,6 +279,22 @@ class Graph:
         """Edge-type id of every edge (derived from the type offsets)."""
         return torch.repeat_interleave(torch.arange(len(self.canonical_etypes)), self.etype_offsets.diff())
 
+    # ------------------------------------------------------------ id mapping
+    # (the partition book's names: samplers map ids the same way on a Graph and a DistGraph)
+    def map_to_per_ntype(self, nids) -> tuple[torch.Tensor, torch.Tensor]:
+        """(node type id, per-type id) of homogeneous node ids."""
+        return _per_type(as_id_tensor(nids, "node ids"), self.ntype_offsets)
+
+    def map_to_per_etype(self, eids) -> tuple[torch.Tensor, torch.Tensor]:
+        """(edge type id, per-type id) of homogeneous edge ids."""
+        return _per_type(as_id_tensor(eids, "edge ids"), self.etype_offsets)
+
+    def map_to_homo_nid(self, nids, ntype: str) -> torch.Tensor:
+        return as_id_tensor(nids, "node ids") + self.ntype_offsets[self._ntype_index(ntype)]
+
+    def map_to_homo_eid(self, eids, etype) -> torch.Tensor:
+        return as_id_tensor(eids, "edge ids") + self.etype_offsets[self.get_etype_id(etype)]
+
     # ------------------------------------------------------------------------ data
     @property
     def ndata(self) -> DataDict:
@@ -325,6 +341,11 @@ class Graph:
     def __repr__(self) -> str:
         return (f"Graph(num_nodes={self._num_nodes}, num_edges={self.num_edges()}, "
                 f"ntypes={self.ntypes}, etypes={self.canonical_etypes})")
+
+
+def _per_type(ids: torch.Tensor, offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    types = torch.searchsorted(offsets, ids, right=True) - 1
+    return types, ids - offsets[types]
 
 
 def _compress(key: torch.Tensor, other: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

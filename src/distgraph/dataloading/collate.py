@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import torch
 
-from ..block import Block
+from ..block import EID, Block
+from ..graph import resolve_etype
+from ..sampling.neighbor import type_map
 from .edge_prediction import EdgePredictionSampler
-from .negative_sampler import GlobalUniform, PerSourceUniform
+from .negative_sampler import GlobalUniform, PerSourceUniform, endpoints
 from .neighbor_sampler import NeighborSampler
-from .pair_graph import PairGraph
+from .pair_graph import PairGraph, PairTypes
 
 
 class NodeCollator:
@@ -29,7 +31,8 @@ class NodeCollator:
 
     def collate(self, seeds: torch.Tensor, generator: torch.Generator | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor, list[Block]]:
-        return self.sampler.sample(self.g, seeds, generator=generator)
+        """A mini-batch of homogeneous seed ids (homogeneous ids; see `typed_batch`)."""
+        return self.sampler.sample_ids(self.g, seeds, generator)
 
 
 class EdgeCollator(NodeCollator):
@@ -46,25 +49,54 @@ class EdgeCollator(NodeCollator):
         return {"kind": "edge", "graph_name": getattr(self.g, "graph_name", None), **settings}, arrays
 
     def collate(self, eids: torch.Tensor, generator: torch.Generator | None = None):
+        """A mini-batch of homogeneous seed edge ids (see `typed_batch` for DGL's typed form)."""
         s, g = self.edge_sampler, self.g
-        src, dst = g.find_edges(eids)
-        neg = None
-        if s.negative_sampler is not None:
-            draw = s.negative_sampler
-            neg = draw(g, eids, generator=generator) if isinstance(draw, (PerSourceUniform, GlobalUniform)) \
-                else draw(g, eids)
-        ends = [src, dst] if neg is None else [src, dst, *neg]
+        types = type_map(g)
+        src, dst = endpoints(g, eids)
+        neg = None if s.negative_sampler is None else self._negatives(eids, generator)
+        ends = [src, dst] if neg is None else [src, dst, *neg[:2]]
         seeds = torch.unique(torch.cat(ends))  # sorted: rows below are a searchsorted
-        hop = self.sampler.hop(g, generator, *s.excluded(eids, src, dst, g.num_nodes()))
-        input_nodes, output_nodes, blocks = self.sampler.sample_blocks(hop, seeds)
-        self.sampler.attach_data(g, input_nodes, output_nodes, blocks)
+        input_nodes, output_nodes, blocks = self.sampler.sample_ids(g, seeds, generator,
+                                                                    *s.excluded(g, eids, src, dst))
         rows = [torch.searchsorted(output_nodes, x) for x in ends]
-        pos = PairGraph(output_nodes, rows[0], rows[1], eids)
+        pos_types = neg_types = None
+        if not types.is_homogeneous:
+            node_type, node_tid = types.map_to_per_ntype(output_nodes)
+            kinds, per_type = types.map_to_per_etype(eids)
+            names = list(types.ntypes), [tuple(c) for c in types.canonical_etypes]
+            pos_types = PairTypes(*names, node_type, node_tid, kinds, per_type)
+            if neg is not None:
+                neg_types = PairTypes(*names, node_type, node_tid, neg[2], None)
+        pos = PairGraph(output_nodes, rows[0], rows[1], eids, pos_types)
         for name in s.prefetch_labels:
-            pos.edata[name] = g.edata[name][eids]
+            if pos_types is None:
+                pos.edata[name] = g.edata[name][eids]
+            else:
+                for c, frame in pos.data_frames()["edge"].items():
+                    if name in g.edges[c].data:
+                        frame[name] = g.edges[c].data[name][frame[EID]]
         if neg is None:
             return input_nodes, pos, blocks
-        return input_nodes, pos, PairGraph(output_nodes, rows[2], rows[3]), blocks
+        return input_nodes, pos, PairGraph(output_nodes, rows[2], rows[3], None, neg_types), blocks
+
+    def _negatives(self, eids: torch.Tensor, generator: torch.Generator | None):
+        """(src, dst, edge type of each) homogeneous negatives of the edges `eids`: a built-in
+        sampler's own draws, or a function of DGL's form (called as DGL calls it)."""
+        draw, g = self.edge_sampler.negative_sampler, self.g
+        types = type_map(g)
+        if isinstance(draw, (PerSourceUniform, GlobalUniform)):
+            src, dst = draw.pairs(g, eids, generator)
+            kinds = None if types.is_homogeneous else types.map_to_per_etype(eids)[0].repeat_interleave(draw.k)
+            return src, dst, kinds
+        if types.is_homogeneous:
+            src, dst = draw(g, eids)
+            return src, dst, None
+        kinds, per_type = types.map_to_per_etype(eids)
+        found = draw(g, {c: per_type[kinds == i] for i, c in enumerate(types.canonical_etypes)})
+        parts = [(types.map_to_homo_nid(u, c[0]), types.map_to_homo_nid(v, c[2]),
+                  torch.full_like(u, types.canonical_etypes.index(c)))
+                 for c, (u, v) in ((resolve_etype(k, types.canonical_etypes), uv) for k, uv in found.items())]
+        return tuple(torch.cat(col) for col in zip(*parts))
 
 
 def collator_from_spec(g, spec: dict, arrays: list[torch.Tensor]) -> NodeCollator:

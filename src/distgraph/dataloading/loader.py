@@ -21,7 +21,8 @@ from ..graph import as_id_tensor
 from ..sampling.remote import MAX_SEED
 from .collate import EdgeCollator, NodeCollator
 from .edge_prediction import EdgePredictionSampler
-from .neighbor_sampler import NeighborSampler
+from ..sampling.neighbor import homogeneous_ids
+from .neighbor_sampler import NeighborSampler, typed_batch
 from .workers import SamplerPool
 
 
@@ -53,10 +54,13 @@ class _SeedLoader:
         rng_seeds = torch.randint(0, MAX_SEED, (len(batches),), generator=self.generator).tolist()
         pool = self._sampler_pool()
         if pool is not None:
-            yield from pool.run(*self.collator.spec(), batches, rng_seeds)
+            for batch in pool.run(*self.collator.spec(), batches, rng_seeds):
+                yield self.present(batch)
             return
         for seeds, rng_seed in zip(batches, rng_seeds):
-            yield self.collator.collate(seeds, torch.Generator().manual_seed(rng_seed))
+            yield self.present(self.collator.collate(seeds, torch.Generator().manual_seed(rng_seed)))
+
+    present = staticmethod(typed_batch)  # a mini-batch as the user sees it
 
     def _sampler_pool(self) -> SamplerPool | None:
         """The trainer's sampler processes, or None to sample in this process (standalone,
@@ -68,7 +72,9 @@ class _SeedLoader:
 
 class DistNodeDataLoader(_SeedLoader):
     """Yields (input_nodes, output_nodes, blocks) for node classification: `blocks[0].srcdata[NID]`
-    are the input nodes, `blocks[-1].dstdata[NID]` the output nodes (the batch's seeds)."""
+    are the input nodes, `blocks[-1].dstdata[NID]` the output nodes (the batch's seeds). On a
+    heterogeneous graph `nids` is {node type: ids}, a batch may mix types, and the input and
+    output nodes are {node type: ids} too."""
 
     def __init__(self, g, nids, graph_sampler: NeighborSampler, device=None, batch_size: int = 1,
                  shuffle: bool = False, drop_last: bool = False, generator: torch.Generator | None = None,
@@ -76,14 +82,16 @@ class DistNodeDataLoader(_SeedLoader):
         _check_device(device)
         if isinstance(graph_sampler, EdgePredictionSampler):
             raise InputError("an edge-prediction sampler makes edge mini-batches: use DistEdgeDataLoader")
-        super().__init__(NodeCollator(g, graph_sampler), nids, batch_size, shuffle, drop_last, generator)
+        super().__init__(NodeCollator(g, graph_sampler), homogeneous_ids(g, nids, "nids"), batch_size, shuffle,
+                         drop_last, generator)
 
 
 class DistEdgeDataLoader(_SeedLoader):
     """Yields (input_nodes, pair_graph, blocks), or with a `negative_sampler` (input_nodes,
     pair_graph, neg_pair_graph, blocks), for link prediction over the edges `eids`. The
-    link-prediction settings (`exclude`, `reverse_eids`, `negative_sampler`) are given here or
-    by passing `as_edge_prediction_sampler(...)` as the sampler."""
+    link-prediction settings (`exclude`, `reverse_eids`, `reverse_etypes`, `negative_sampler`)
+    are given here or by passing `as_edge_prediction_sampler(...)` as the sampler. On a
+    heterogeneous graph `eids` is {edge type: ids}, and the pair graphs are typed."""
 
     def __init__(self, g, eids, graph_sampler, device=None, exclude: str | Callable | None = None,
                  reverse_eids: torch.Tensor | None = None, reverse_etypes: dict | None = None, negative_sampler=None,
@@ -97,7 +105,8 @@ class DistEdgeDataLoader(_SeedLoader):
             edge_sampler = graph_sampler
         else:
             edge_sampler = EdgePredictionSampler(graph_sampler, exclude, reverse_eids, reverse_etypes, negative_sampler)
-        super().__init__(EdgeCollator(g, edge_sampler), eids, batch_size, shuffle, drop_last, generator)
+        super().__init__(EdgeCollator(g, edge_sampler), homogeneous_ids(g, eids, "eids", "edge"), batch_size,
+                         shuffle, drop_last, generator)
 
 
 def DataLoader(graph, indices, graph_sampler, device=None, use_ddp: bool = False, ddp_seed: int = 0,  # noqa: N802
@@ -144,3 +153,5 @@ class DistDataLoader(_SeedLoader):
     def __init__(self, dataset, batch_size: int, shuffle: bool = False, collate_fn: Callable | None = None,
                  drop_last: bool = False, queue_size: int | None = None):
         super().__init__(_CollateFn(collate_fn), dataset, batch_size, shuffle, drop_last, None)
+
+    present = staticmethod(lambda batch: batch)  # whatever collate_fn made

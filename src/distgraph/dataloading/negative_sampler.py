@@ -9,7 +9,7 @@ import torch
 
 from ..block import first_positions
 from ..errors import InputError
-from ..graph import as_id_tensor
+from ..graph import Graph
 
 
 def _count(k, what: str) -> int:
@@ -18,12 +18,32 @@ def _count(k, what: str) -> int:
     return k
 
 
-def _dst_nodes(g, etype) -> int:
-    """How many nodes the destination type of `etype` (the only edge type if None) has."""
-    if g.is_homogeneous:
-        return g.num_nodes()
-    c = g.to_canonical_etype(etype) if etype is not None else g.canonical_etypes[0]
-    return g.num_nodes(c[2])
+def _call(sampler, g, eids, generator):
+    """DGL's call: (src, dst) for a tensor of edge ids, {edge type: (src, dst)} in per-type ids
+    for a dict of them (a heterogeneous graph's)."""
+    from ..sampling.neighbor import homogeneous_ids, type_map
+
+    homo = homogeneous_ids(g, eids, "edge ids", "edge")
+    src, dst = sampler.pairs(g, homo, generator)
+    if not isinstance(eids, dict):
+        return src, dst
+    types = type_map(g)
+    if types.is_homogeneous:
+        return {types.canonical_etypes[0]: (src, dst)}
+    kinds = types.map_to_per_etype(homo)[0].repeat_interleave(sampler.k)
+    out = {}
+    for i, c in enumerate(types.canonical_etypes):
+        at = kinds == i
+        if bool(at.any()):
+            out[c] = (types.map_to_per_ntype(src[at])[1], types.map_to_per_ntype(dst[at])[1])
+    return out
+
+
+def endpoints(g, eids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Homogeneous (src, dst) of homogeneous edge ids, on a `Graph` or a distributed graph."""
+    from ..distributed.partitions import find_edges
+
+    return g.find_edges(eids) if isinstance(g, Graph) else find_edges(g, eids)
 
 
 class PerSourceUniform:
@@ -33,11 +53,26 @@ class PerSourceUniform:
     def __init__(self, k: int):
         self.k = _count(k, "the number of negatives per edge")
 
-    def __call__(self, g, eids, etype=None, generator: torch.Generator | None = None):
-        eids = as_id_tensor(eids, "edge ids")
-        src, _ = g.find_edges(eids, etype) if etype is not None else g.find_edges(eids)
-        dst = torch.randint(0, _dst_nodes(g, etype), (src.numel() * self.k,), generator=generator)
-        return src.repeat_interleave(self.k), dst
+    def __call__(self, g, eids, generator: torch.Generator | None = None):
+        return _call(self, g, eids, generator)
+
+    def pairs(self, g, eids: torch.Tensor, generator: torch.Generator | None = None):
+        """(src, dst) homogeneous ids of the negatives of homogeneous edge ids `eids`."""
+        from ..sampling.neighbor import type_map
+
+        src, _ = endpoints(g, eids)
+        src = src.repeat_interleave(self.k)
+        types = type_map(g)
+        if types.is_homogeneous:
+            return src, torch.randint(0, g.num_nodes(), (src.numel(),), generator=generator)
+        kinds = types.map_to_per_etype(eids)[0].repeat_interleave(self.k)
+        dst = torch.empty_like(src)
+        for i, c in enumerate(types.canonical_etypes):  # a type at a time: v' among c's destination type
+            at = torch.nonzero(kinds == i).flatten()
+            if at.numel():
+                drawn = torch.randint(0, g.num_nodes(c[2]), (at.numel(),), generator=generator)
+                dst[at] = types.map_to_homo_nid(drawn, c[2])
+        return src, dst
 
     def spec(self) -> dict:
         return {"kind": "per_source_uniform", "k": self.k}
@@ -59,14 +94,18 @@ class GlobalUniform:
         self.k = _count(k, "the number of negatives per edge")
         self.exclude_self_loops, self.replace = bool(exclude_self_loops), bool(replace)
 
-    def __call__(self, g, eids, etype=None, generator: torch.Generator | None = None):
-        from ..sampling import sample_neighbors
+    def __call__(self, g, eids, generator: torch.Generator | None = None):
+        return _call(self, g, eids, generator)
+
+    def pairs(self, g, eids: torch.Tensor, generator: torch.Generator | None = None):
+        """(src, dst) homogeneous ids of up to k negatives per edge of `eids`."""
+        from ..sampling import sample_hop
 
         if not g.is_homogeneous:
             raise InputError("GlobalUniform draws pairs of one node type; use PerSourceUniform on a heterogeneous "
                              "graph")
         n = g.num_nodes()
-        want = as_id_tensor(eids, "edge ids").numel() * self.k
+        want = eids.numel() * self.k
         src = dst = torch.empty(0, dtype=torch.int64)
         for _ in range(self.REDRAWS):
             if src.numel() >= want:
@@ -76,7 +115,7 @@ class GlobalUniform:
             v = torch.randint(0, n, (more,), generator=generator)
             keep = u != v if self.exclude_self_loops else torch.ones(more, dtype=torch.bool)
             u, v = u[keep], v[keep]
-            found = sample_neighbors(g, torch.unique(v), -1)  # every in-edge of the candidates' destinations
+            found = sample_hop(g, torch.unique(v), -1)  # every in-edge of the candidates' destinations
             keep = ~torch.isin(u * n + v, found.src * n + found.dst)
             u, v = torch.cat([src, u[keep]]), torch.cat([dst, v[keep]])
             if not self.replace:

@@ -7,9 +7,17 @@ from typing import Callable
 
 import torch
 
-from ..block import Block, block_from_edges, first_occurrences, rows_in
+from ..block import EID, NID, Block, block_from_edges, first_occurrences, rows_in, with_types
 from ..errors import InputError
 from ..graph import as_id_tensor
+
+
+def _fanout(f):
+    """One layer's fanout: an int (-1: all), or {edge type: int} (canonical types as 'src:rel:dst'
+    strings, so the settings stay plain data for sampler processes)."""
+    if isinstance(f, dict):
+        return {":".join(k) if isinstance(k, tuple) else str(k): int(v) for k, v in f.items()}
+    return int(f)
 
 
 def _names(value, what: str) -> list[str]:
@@ -39,7 +47,7 @@ class NeighborSampler:
             raise InputError(f"mini-batches are made on the CPU; output_device {output_device!r} is not available")
         if edge_dir not in ("in", "out"):
             raise InputError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
-        self.fanouts = [int(f) for f in fanouts]
+        self.fanouts = [_fanout(f) for f in fanouts]
         self.edge_dir, self.replace = edge_dir, bool(replace)
         self.prob = prob if prob is not None else mask  # a 0/1 weight draws uniformly among the masked edges
         self.prefetch_node_feats = _names(prefetch_node_feats, "prefetch_node_feats")
@@ -57,9 +65,10 @@ class NeighborSampler:
         return cls(spec["fanouts"], spec["edge_dir"], spec["prob"], None, spec["replace"], spec["prefetch_node_feats"],
                    spec["prefetch_labels"], spec["prefetch_edge_feats"])
 
-    def sample_blocks(self, sample_fn: Callable, seeds) -> tuple[torch.Tensor, torch.Tensor, list[Block]]:
+    def sample_blocks(self, sample_fn: Callable, seeds, types=None) -> tuple[torch.Tensor, torch.Tensor, list[Block]]:
         """(input node ids, output node ids, blocks); blocks[0] consumes the input features.
-        `sample_fn(seeds, fanout) -> SampledEdges` does one hop.
+        `sample_fn(seeds, fanout) -> SampledEdges` does one hop; `types` (the id map of a
+        heterogeneous graph) gives the blocks their typed view.
 
         Repeated seeds are sampled once: output ids are the seeds' first occurrences, in order."""
         output = first_occurrences(as_id_tensor(seeds, "seeds"))
@@ -69,12 +78,26 @@ class NeighborSampler:
             edges = sample_fn(dst, fanout)
             row = edges.seed_pos if edges.seed_pos is not None else rows_in(dst, edges.dst)
             block = block_from_edges(dst, edges.src, row, edges.eids)
-            blocks.insert(0, block)
+            blocks.insert(0, block if types is None else with_types(block, types))
             dst = block.src_nodes
         return dst, output, blocks
 
     def attach_data(self, g, input_nodes: torch.Tensor, output_nodes: torch.Tensor, blocks: list[Block]) -> None:
-        """Put the prefetched graph data of a mini-batch into its blocks."""
+        """Put the prefetched graph data of a mini-batch into its blocks (on a heterogeneous
+        graph, of each type that has it)."""
+        if blocks and blocks[0].types is not None:
+            first, last = blocks[0].data_frames(), blocks[-1].data_frames()
+            for frames, names in ((first["src"], self.prefetch_node_feats), (last["dst"], self.prefetch_labels)):
+                for t, frame in frames.items():
+                    for name in names:
+                        if name in g.nodes[t].data:
+                            frame[name] = g.nodes[t].data[name][frame[NID]]
+            for b in blocks:
+                for c, frame in b.data_frames()["edge"].items():
+                    for name in self.prefetch_edge_feats:
+                        if name in g.edges[c].data:
+                            frame[name] = g.edges[c].data[name][frame[EID]]
+            return
         for name in self.prefetch_node_feats:
             blocks[0].srcdata[name] = g.ndata[name][input_nodes]
         for name in self.prefetch_labels:
@@ -87,12 +110,12 @@ class NeighborSampler:
             drop_pairs: torch.Tensor | None = None) -> Callable:
         """One hop of this sampler on `g` (`sample_fn` for `sample_blocks`), leaving out the edges
         `drop_eids` and those whose src * num_nodes + dst is in `drop_pairs`."""
-        from ..sampling import sample_neighbors
+        from ..sampling import sample_hop
 
         n = g.num_nodes()
 
-        def hop(seeds: torch.Tensor, fanout: int):
-            e = sample_neighbors(g, seeds, fanout, self.edge_dir, self.prob, self.replace, generator=generator)
+        def hop(seeds: torch.Tensor, fanout):
+            e = sample_hop(g, seeds, fanout, self.edge_dir, self.prob, self.replace, generator)
             if drop_eids is None and drop_pairs is None:
                 return e
             drop = torch.zeros(e.eids.numel(), dtype=torch.bool) if drop_eids is None else torch.isin(e.eids, drop_eids)
@@ -104,11 +127,37 @@ class NeighborSampler:
 
     def sample(self, g, seed_nodes, exclude_eids=None, generator: torch.Generator | None = None):
         """DGL's `sample`: (input_nodes, output_nodes, blocks) of `seed_nodes` on `g`, leaving
-        out the edges `exclude_eids`, with the prefetched data attached."""
-        exclude = None if exclude_eids is None else as_id_tensor(exclude_eids, "exclude_eids")
-        input_nodes, output_nodes, blocks = self.sample_blocks(self.hop(g, generator, exclude), seed_nodes)
+        out the edges `exclude_eids`, with the prefetched data attached (on a heterogeneous
+        graph, nodes and edges as {type: per-type ids}, and so the input and output nodes)."""
+        from ..sampling.neighbor import homogeneous_ids
+
+        exclude = None if exclude_eids is None else homogeneous_ids(g, exclude_eids, "exclude_eids", "edge")
+        batch = self.sample_ids(g, homogeneous_ids(g, seed_nodes, "seed_nodes"), generator, exclude)
+        return typed_batch(batch)
+
+    def sample_ids(self, g, seeds: torch.Tensor, generator: torch.Generator | None = None,
+                   drop_eids: torch.Tensor | None = None, drop_pairs: torch.Tensor | None = None):
+        """`sample` of homogeneous seed ids, giving homogeneous input and output ids (the blocks
+        of a heterogeneous graph have their typed view)."""
+        from ..sampling.neighbor import type_map
+
+        types = type_map(g)
+        input_nodes, output_nodes, blocks = self.sample_blocks(self.hop(g, generator, drop_eids, drop_pairs), seeds,
+                                                               None if types.is_homogeneous else types)
         self.attach_data(g, input_nodes, output_nodes, blocks)
         return input_nodes, output_nodes, blocks
+
+
+def typed_batch(batch: tuple) -> tuple:
+    """A mini-batch as DGL gives it: with typed blocks, its input nodes and (for node batches)
+    output nodes as {node type: per-type ids}, which the blocks hold."""
+    *head, blocks = batch
+    if not blocks or blocks[0].types is None:
+        return batch
+    head[0] = blocks[0].srcdata[NID]
+    if isinstance(head[1], torch.Tensor):
+        head[1] = blocks[-1].dstdata[NID]
+    return (*head, blocks)
 
 
 MultiLayerNeighborSampler = NeighborSampler

@@ -3,82 +3,167 @@ yields (its `pair_graph` / `neg_pair_graph`): its nodes are the mini-batch's out
 (`ndata[NID]` = `blocks[-1].dstdata[NID]`, so row i of the model's output is node i), its
 edges the pairs in local node indices, `edata[EID]` the positive edges' ids. Scores are
 computed DGL's way (`ndata["h"] = h; apply_edges(fn.u_dot_v("h", "h", "score"))`) or
-PyG's (`edge_index`)."""
+PyG's (`edge_index`). On a heterogeneous graph it is typed as DGL's is: `ndata[key]` and
+`edata[key]` are {type: ...}, `edges(etype=...)` and `apply_edges(..., etype=...)` work per
+edge type in per-type local indices."""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import torch
 
-from ..block import EID, NID, edge_view
+from ..block import DEFAULT_ETYPE, DEFAULT_NTYPE, EID, NID, TypedData, edge_view
 from ..errors import InputError
+from ..graph import resolve_etype
+
+
+@dataclass
+class PairTypes:
+    """Types of a heterogeneous graph's pair graph: per node and per pair."""
+
+    ntypes: list[str]
+    canonical_etypes: list[tuple[str, str, str]]
+    node_type: torch.Tensor
+    node_tid: torch.Tensor
+    edge_type: torch.Tensor  # a negative pair has the type of the positive edge it stands against
+    edge_tid: torch.Tensor | None  # per-type edge ids (positive pairs only)
+
+    def arrays(self) -> list[torch.Tensor]:
+        return [self.node_type, self.node_tid, self.edge_type] + ([] if self.edge_tid is None else [self.edge_tid])
 
 
 class _EdgeBatch:
     """What an edge function sees: `src`/`dst` hold the endpoints' data, `data` the edges'."""
 
-    def __init__(self, g: "PairGraph"):
-        u, v = g.edge_index
-        self.src = {k: x.index_select(0, u) for k, x in g.ndata.items() if k != NID}
-        self.dst = {k: x.index_select(0, v) for k, x in g.ndata.items() if k != NID}
-        self.data = g.edata
+    def __init__(self, src: dict, dst: dict, data: dict, u: torch.Tensor, v: torch.Tensor):
+        self.src = {k: x.index_select(0, u) for k, x in src.items() if k != NID}
+        self.dst = {k: x.index_select(0, v) for k, x in dst.items() if k != NID}
+        self.data = data
 
 
 class PairGraph:
-    """Node pairs over `nodes` (global ids): edge i is (nodes[src[i]], nodes[dst[i]])."""
+    """Node pairs over `nodes` (global ids, kept as `node_ids`): edge i is (nodes[src[i]], nodes[dst[i]])."""
 
-    def __init__(self, nodes: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, eids: torch.Tensor | None = None):
-        self.edge_index = torch.stack([src, dst])
-        self.ndata: dict = {NID: nodes}
-        self.edata: dict = {} if eids is None else {EID: eids}
+    def __init__(self, nodes: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, eids: torch.Tensor | None = None,
+                 types: PairTypes | None = None):
+        self.node_ids, self.edge_index, self.types = nodes, torch.stack([src, dst]), types
+        self._eids = eids
+        if types is None:
+            self._n = {DEFAULT_NTYPE: {NID: nodes}}
+            self._e = {DEFAULT_ETYPE: {} if eids is None else {EID: eids}}
+        else:
+            self._n = {t: {NID: types.node_tid[types.node_type == i]} for i, t in enumerate(types.ntypes)}
+            self._e = {c: ({} if types.edge_tid is None else {EID: types.edge_tid[types.edge_type == i]})
+                       for i, c in enumerate(types.canonical_etypes)}
+
+    @property
+    def ndata(self) -> TypedData:
+        return TypedData(self._n)
+
+    @property
+    def edata(self) -> TypedData:
+        return TypedData(self._e)
 
     @property
     def eids(self) -> torch.Tensor:
         """Global ids of the edges (positive pairs), empty for negative pairs."""
-        return self.edata.get(EID, self.edge_index.new_empty(0))
+        return self._eids if self._eids is not None else self.edge_index.new_empty(0)
+
+    @property
+    def ntypes(self) -> list[str]:
+        return list(self._n)
+
+    @property
+    def canonical_etypes(self) -> list[tuple[str, str, str]]:
+        return list(self._e)
 
     def num_nodes(self, ntype=None) -> int:
-        return int(self.ndata[NID].numel())
+        return int(self.node_ids.numel()) if ntype is None else int(self._frame(self._n, ntype)[NID].numel())
 
     def num_edges(self, etype=None) -> int:
-        return int(self.edge_index.shape[1])
+        if etype is None or self.types is None:
+            return int(self.edge_index.shape[1])
+        return int(self._typed(self._etype(etype))[0].shape[1])
 
     number_of_nodes = num_nodes
     number_of_edges = num_edges
 
+    @staticmethod
+    def _frame(frames: dict, key) -> dict:
+        if key not in frames:
+            raise InputError(f"unknown type {key!r}; this pair graph has {list(frames)}")
+        return frames[key]
+
+    def _etype(self, etype) -> tuple[str, str, str]:
+        if etype is None:
+            if len(self._e) != 1:
+                raise InputError(f"this pair graph has edge types {self.canonical_etypes}; pass etype=")
+            return next(iter(self._e))
+        return resolve_etype(etype, self.canonical_etypes)
+
+    def _typed(self, c: tuple[str, str, str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(per-type local (src, dst) indices, positions here) of the pairs of type `c`."""
+        t = self.types
+        at = torch.nonzero(t.edge_type == t.canonical_etypes.index(c)).flatten()
+        order = torch.argsort(t.node_type, stable=True)  # each node's position among its type's
+        counts = torch.bincount(t.node_type, minlength=len(t.ntypes))
+        index = torch.empty_like(order)
+        index[order] = torch.arange(order.numel()) - (torch.cumsum(counts, 0) - counts)[t.node_type[order]]
+        return index[self.edge_index[:, at]], at
+
     def nodes(self, ntype=None) -> torch.Tensor:
-        return torch.arange(self.num_nodes())
+        return torch.arange(self.num_nodes(ntype))
 
     def edges(self, form: str = "uv", order: str = "eid", etype=None):
-        """Local (source, destination) indices of the pairs ('uv'), their positions ('eid'), or all three."""
-        return edge_view(self.edge_index, form)
+        """Local (source, destination) indices of the pairs ('uv'), their positions ('eid'), or
+        all three; on a typed pair graph those of `etype`, in per-type local indices."""
+        if self.types is None:
+            return edge_view(self.edge_index, form)
+        return edge_view(self._typed(self._etype(etype))[0], form)
 
     def apply_edges(self, func: Callable, edges=None, etype=None) -> None:
-        """Compute edge data for every pair: `func` is a built-in of `distgraph.function` or a
-        function of an edge batch (`.src`, `.dst`, `.data`) returning {name: tensor}."""
+        """Compute edge data for every pair (of `etype`): `func` is a built-in of
+        `distgraph.function` or a function of an edge batch (`.src`, `.dst`, `.data`) returning
+        {name: tensor}."""
         if edges is not None:
             raise InputError("apply_edges computes every pair of a pair graph (edges=None)")
-        self.edata.update(func(_EdgeBatch(self)))
+        c = self._etype(etype)
+        if self.types is None:
+            u, v = self.edge_index
+            src = dst = self._n[DEFAULT_NTYPE]
+        else:
+            (u, v), _ = self._typed(c)
+            src, dst = self._frame(self._n, c[0]), self._frame(self._n, c[2])
+        self._e[c].update(func(_EdgeBatch(src, dst, self._e[c], u, v)))
 
     @contextmanager
     def local_scope(self) -> Iterator["PairGraph"]:
         """Data set inside the block is dropped at its end (DGL's `local_scope`)."""
-        saved = dict(self.ndata), dict(self.edata)
+        saved = {t: dict(f) for t, f in self._n.items()}, {c: dict(f) for c, f in self._e.items()}
         try:
             yield self
         finally:
-            self.ndata, self.edata = saved
+            self._n, self._e = saved
 
     def to(self, device, **kwargs) -> "PairGraph":
         device = torch.device(device)
         if self.edge_index.device == device:
             return self
-        out = PairGraph(self.ndata[NID].to(device, **kwargs), *self.edge_index.to(device, **kwargs))
-        out.ndata = {k: v.to(device, **kwargs) for k, v in self.ndata.items()}
-        out.edata = {k: v.to(device, **kwargs) for k, v in self.edata.items()}
+        move = lambda x: None if x is None else x.to(device, **kwargs)  # noqa: E731
+        types = None if self.types is None else PairTypes(self.types.ntypes, self.types.canonical_etypes,
+                                                          *(move(a) for a in (self.types.node_type, self.types.node_tid,
+                                                                              self.types.edge_type, self.types.edge_tid)))
+        out = PairGraph(move(self.node_ids), *move(self.edge_index), move(self._eids), types)
+        out._n = {t: {k: v.to(device, **kwargs) for k, v in f.items()} for t, f in self._n.items()}
+        out._e = {c: {k: v.to(device, **kwargs) for k, v in f.items()} for c, f in self._e.items()}
         return out
+
+    def data_frames(self) -> dict[str, dict]:
+        """The per-type data dicts of the nodes ('node') and pairs ('edge')."""
+        return {"node": self._n, "edge": self._e}
 
     def __repr__(self) -> str:
         return f"PairGraph(num_nodes={self.num_nodes()}, num_edges={self.num_edges()})"

@@ -32,8 +32,8 @@ from ..cluster.lifeline import Lifeline
 from ..errors import DistGraphError
 from ..rpc.auth import Authenticator, Credentials
 from ..rpc.wire import pack, unpack
-from ..block import EID, NID, Block
-from .pair_graph import PairGraph
+from ..block import EID, NID, Block, BlockTypes
+from .pair_graph import PairGraph, PairTypes
 
 PREFETCH = 2
 POLL_MS = 500
@@ -42,46 +42,62 @@ ENDPOINT = "DISTGRAPH_SAMPLER_ENDPOINT"
 
 
 def encode(batch: tuple) -> tuple[dict, list[torch.Tensor]]:
-    """A node or edge mini-batch (with any data attached to its blocks and pair graphs) as a
-    header and a flat list of arrays."""
+    """A node or edge mini-batch (typed or not, with any data attached to its blocks and pair
+    graphs) as a header and a flat list of arrays."""
     *head, blocks = batch
-    arrays, pairs, data = [head[0]], [], []
+    arrays, pairs, data, names = [head[0]], [], [], None
     if isinstance(head[1], PairGraph):
         for p in head[1:]:
-            pairs.append(EID in p.edata)
-            arrays += [p.ndata[NID], p.edge_index] + ([p.edata[EID]] if EID in p.edata else [])
+            pairs.append({"eids": p._eids is not None, "typed": p.types is not None,
+                          "edge_tid": p.types is not None and p.types.edge_tid is not None})
+            arrays += [p.node_ids, p.edge_index] + ([p._eids] if p._eids is not None else [])
+            if p.types is not None:
+                arrays += p.types.arrays()
+                names = [p.types.ntypes, p.types.canonical_etypes]
     else:
         arrays.append(head[1])
     for b in blocks:
-        arrays += [b.src_nodes, b.dst_nodes, b.edge_index, b.eids]
-    for i, b in enumerate(blocks):
-        for side, frames in b.data_frames().items():
-            data += [["block", i, side, t, k] for t, f in frames.items() for k in f if k not in (NID, EID)]
-            arrays += [v for f in frames.values() for k, v in f.items() if k not in (NID, EID)]
-    for i, p in enumerate(head[1:] if pairs else ()):
-        for side, frame in (("node", p.ndata), ("edge", p.edata)):
-            data += [["pair", i, side, None, k] for k in frame if k not in (NID, EID)]
-            arrays += [v for k, v in frame.items() if k not in (NID, EID)]
-    header = {"kind": "edge" if pairs else "node", "pairs": pairs, "blocks": len(blocks), "data": data}
+        arrays += [b.src_nodes, b.dst_nodes, b.edge_index, b.eids] + ([] if b.types is None else b.types.arrays())
+        if b.types is not None:
+            names = [b.types.ntypes, b.types.canonical_etypes]
+    owners = [("block", i, b) for i, b in enumerate(blocks)] + [("pair", i, p) for i, p in enumerate(head[1:] if pairs else ())]
+    for where, i, owner in owners:
+        for side, frames in owner.data_frames().items():
+            for t, frame in frames.items():
+                for k, v in frame.items():
+                    if k not in (NID, EID):
+                        data.append([where, i, side, t, k])
+                        arrays.append(v)
+    header = {"kind": "edge" if pairs else "node", "pairs": pairs, "blocks": len(blocks),
+              "typed_blocks": bool(blocks) and blocks[0].types is not None, "names": names, "data": data}
     return header, [a.contiguous() for a in arrays]
 
 
 def decode(header: dict, arrays: list[torch.Tensor]) -> tuple:
     """Inverse of `encode`."""
     arrays = iter(arrays)
+    names = header["names"]
+    if names is not None:
+        names = [list(names[0]), [tuple(c) for c in names[1]]]
     head = [next(arrays)]
     pair_graphs = []
-    for has_eids in header["pairs"]:
+    for p in header["pairs"]:
         nodes, edge_index = next(arrays), next(arrays)
-        pair_graphs.append(PairGraph(nodes, edge_index[0], edge_index[1], next(arrays) if has_eids else None))
+        eids = next(arrays) if p["eids"] else None
+        types = None
+        if p["typed"]:
+            node_type, node_tid, edge_type = next(arrays), next(arrays), next(arrays)
+            types = PairTypes(*names, node_type, node_tid, edge_type, next(arrays) if p["edge_tid"] else None)
+        pair_graphs.append(PairGraph(nodes, edge_index[0], edge_index[1], eids, types))
     head += pair_graphs or [next(arrays)]
-    blocks = [Block(*(next(arrays) for _ in range(4))) for _ in range(int(header["blocks"]))]
+    blocks = []
+    for _ in range(int(header["blocks"])):
+        core = [next(arrays) for _ in range(4)]
+        types = BlockTypes(*names, *(next(arrays) for _ in range(4))) if header["typed_blocks"] else None
+        blocks.append(Block(*core, types))
     for where, i, side, t, key in header["data"]:
-        if where == "block":
-            frames = blocks[i].data_frames()[side]
-            frames[tuple(t) if isinstance(t, list) else t][key] = next(arrays)
-        else:
-            (pair_graphs[i].ndata if side == "node" else pair_graphs[i].edata)[key] = next(arrays)
+        owner = blocks[i] if where == "block" else pair_graphs[i]
+        owner.data_frames()[side][tuple(t) if isinstance(t, list) else t][key] = next(arrays)
     return (*head, blocks)
 
 

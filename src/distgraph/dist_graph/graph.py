@@ -248,13 +248,13 @@ class DistGraph:
         nodes, inverse = torch.unique(torch.cat([src, dst]), return_inverse=True)
         return PairGraph(nodes, inverse[:src.numel()], inverse[src.numel():], eids if store_ids else None)
 
-    def _sample_neighbors(self, seeds, fanout: int, edge_dir: str = "in", replace: bool = False,
+    def _sample_neighbors(self, seeds, fanout, edge_dir: str = "in", replace: bool = False,
                           prob: str | None = None, generator: torch.Generator | None = None) -> SampledEdges:
         """One hop of in-neighbour sampling: each seed on its owner's partition, concurrently: in
         this process for this machine and the other machines of this host (in one pass), through
         their servers for the others. Each other machine's share is drawn from a seed taken from
         `generator`, so the sample does not depend on where it is drawn. Seeds and results are
-        homogeneous node ids."""
+        homogeneous node ids; `fanout` is one for all, or a tensor of one per edge type."""
         if edge_dir != "in":
             raise InputError("partitions store in-edges, so a DistGraph samples with edge_dir='in' only")
         if prob is not None and not isinstance(prob, str):
@@ -272,7 +272,8 @@ class DistGraph:
             if m in self._host_partitions:
                 part, store = self._host_partitions[m]
                 jobs[m] = (part, torch.Generator().manual_seed(draws[m]), edge_weights(store, part, prob))
-        header = {"op": "sample", "fanout": int(fanout), "replace": bool(replace), "prob": prob}
+        wire_fanout = fanout.tolist() if isinstance(fanout, torch.Tensor) else int(fanout)
+        header = {"op": "sample", "fanout": wire_fanout, "replace": bool(replace), "prob": prob}
         at = {m: torch.nonzero(owner == m).flatten() for m in others if m not in jobs}
         requests = [(m, {**header, "seed": draws[m]}, [seeds.index_select(0, pos)]) for m, pos in at.items()]
         here, replies = client.overlap(requests, lambda: sample_partitions(jobs, seeds, owner, fanout, replace))

@@ -3,6 +3,7 @@
  * stream so the result depends on the keys alone. Also the block builder's kernel:
  * relabelling ids into a block's local ids, grouping edges by destination. */
 #include <stdint.h>
+#include <stdlib.h>
 
 static inline uint64_t splitmix64(uint64_t *state) {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
@@ -20,8 +21,9 @@ static inline int64_t below(uint64_t *state, int64_t n) {
  * seed id s is row s - row_add; for a slot t, the source is t itself when `indices` is NULL,
  * else with local id l = indices[t]: l + nid_add when l < map_from (a partition's owned
  * nodes, a range), else nid_map[l] (its halo nodes); the edge is eid_map[t] (t + eid_add
- * when eid_map is NULL). Each seed of this CSC draws from a splitmix64 stream keyed by (key,
- * its position among this CSC's seeds). */
+ * when eid_map is NULL). With `etype_bounds`, edge type e's ids are [b[e], b[e + 1]), and a
+ * row's slots hold ascending edge ids (so each type is one run of them). Each seed of this
+ * CSC draws from a splitmix64 stream keyed by (key, its position among this CSC's seeds). */
 typedef struct {
     const int64_t *indptr; /* nrows + 1 entries; NULL: this CSC is not here, its seeds are skipped */
     int64_t nrows, nslots; /* nslots: the length of indices and eid_map */
@@ -30,9 +32,12 @@ typedef struct {
     const int64_t *eid_map;
     int64_t eid_add, row_add;
     uint64_t key;
+    const int64_t *etype_bounds; /* netypes + 1 ascending edge ids, or NULL: one edge type */
+    int64_t netypes;
 } csc_t;
 
 #define MAX_K 256
+#define MAX_TYPES 64
 
 /* The CSC of seed i (owner[i] indexes `cscs`; one CSC when owner is NULL), or NULL to skip it. */
 static inline const csc_t *csc_of(int64_t i, int64_t ncsc, const csc_t *cscs, const int64_t *owner) {
@@ -41,97 +46,182 @@ static inline const csc_t *csc_of(int64_t i, int64_t ncsc, const csc_t *cscs, co
     return cscs + c;
 }
 
-/* The number of edges `sample_uniform` writes for these seeds, sum(min(degree, k)) over the
- * seeds not skipped; -1 if k is above MAX_K, -3 if a seed is not a row of its CSC, -2 if a
- * row's slots lie outside the CSC. Checks what `sample_uniform` then reads unchecked. */
+static inline int64_t eid_at(const csc_t *c, int64_t t) { return c->eid_map ? c->eid_map[t] : t + c->eid_add; }
+
+/* The first slot of [lo, hi) whose edge id is at least `eid` (hi if none): a row's ids ascend. */
+static inline int64_t first_at_least(const csc_t *c, int64_t lo, int64_t hi, int64_t eid) {
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (eid_at(c, mid) < eid) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* One seed's plan: its runs of slots, one per edge type (one in all when untyped), each taken
+ * whole (picks < 0) or as `count` slots drawn into picks[pick..]. */
+typedef struct {
+    int64_t start, count, pick;
+} run_t;
+
+typedef struct {
+    const csc_t *c;
+    int64_t i, nruns, npicks;
+    run_t runs[MAX_TYPES];
+    int64_t picks[MAX_TYPES * MAX_K];
+} plan_t;
+
+/* The fanout of edge type e: ks[e] with a typed CSC and per-type fanouts, else k (-1: all). */
+static inline int64_t fanout_of(const csc_t *c, const int64_t *ks, int64_t k, int64_t e) {
+    return (ks && c->etype_bounds) ? ks[e] : k;
+}
+
+/* Fills `p` for seed i of CSC c (row r, its pos-th seed): each type's run, then Floyd's
+ * algorithm where a run has more slots than its fanout (k draws whatever the degree), the
+ * draws of all runs from the seed's one stream; the drawn slots are prefetched. With
+ * `count_only`, only p->npicks and the runs' counts are set (no draws). */
+static void plan_seed(plan_t *p, const csc_t *c, int64_t i, int64_t r, int64_t pos, const int64_t *ks, int64_t k,
+                      int count_only) {
+    int64_t start = c->indptr[r], end = c->indptr[r + 1];
+    int64_t types = (ks && c->etype_bounds) ? c->netypes : 1;
+    uint64_t state = c->key ^ ((uint64_t)pos * 0xD1B54A32D192ED03ULL);
+    p->c = c, p->i = i, p->nruns = 0, p->npicks = 0;
+    for (int64_t e = 0; e < types; e++) {
+        int64_t a = start, b = end, kt = fanout_of(c, ks, k, e);
+        if (types > 1) {
+            a = first_at_least(c, start, end, c->etype_bounds[e]);
+            b = first_at_least(c, a, end, c->etype_bounds[e + 1]);
+        }
+        int64_t n = b - a;
+        if (kt == 0 || n == 0) continue;
+        run_t *run = p->runs + p->nruns++;
+        run->start = a;
+        if (kt < 0 || n <= kt) {
+            run->count = n, run->pick = -1;
+            continue;
+        }
+        run->count = kt, run->pick = p->npicks;
+        if (count_only) {
+            p->npicks += kt;
+            continue;
+        }
+        int64_t *q = p->picks + p->npicks;
+        for (int64_t j = n - kt, q0 = 0; j < n; j++, q0++) {
+            int64_t t = a + below(&state, j + 1), taken = 0;
+            for (int64_t x = 0; x < q0; x++) {
+                if (q[x] == t) {
+                    taken = 1;
+                    break;
+                }
+            }
+            q[q0] = taken ? a + j : t;
+        }
+        for (int64_t j = 0; j < kt; j++) {
+            if (c->indices) __builtin_prefetch(c->indices + q[j]);
+            if (c->eid_map) __builtin_prefetch(c->eid_map + q[j]);
+        }
+        p->npicks += kt;
+    }
+}
+
+/* Checks fanouts against the kernels' limits: -1 on a fanout above MAX_K or too many types. */
+static int64_t check_fanouts(int64_t k, const int64_t *ks, int64_t nks) {
+    if (k < -1 || k > MAX_K || nks > MAX_TYPES) return -1;
+    for (int64_t e = 0; ks && e < nks; e++)
+        if (ks[e] < -1 || ks[e] > MAX_K) return -1;
+    return 0;
+}
+
+/* The number of edges `sample_uniform` writes for these seeds (the seeds skipped write none);
+ * -1 if a fanout is above MAX_K (or there are more than MAX_TYPES types), -3 if a seed is not
+ * a row of its CSC, -2 if a row's slots lie outside the CSC, -4 if a CSC has more edge types
+ * than `ks` has fanouts. Checks what `sample_uniform` then reads unchecked. */
 int64_t sample_count(int64_t ncsc, const csc_t *cscs, int64_t n, const int64_t *seeds, const int64_t *owner,
-                     int64_t k) {
+                     int64_t k, const int64_t *ks, int64_t nks) {
     int64_t total = 0;
-    if (k < 0 || k > MAX_K) return -1;
+    plan_t *p;
+    if (check_fanouts(k, ks, nks)) return -1;
+    for (int64_t x = 0; x < ncsc; x++)
+        if (ks && cscs[x].indptr && cscs[x].etype_bounds && (cscs[x].netypes > nks || cscs[x].netypes < 1)) return -4;
+    p = (plan_t *)malloc(sizeof(plan_t));
+    if (!p) return -5;
     for (int64_t i = 0; i < n; i++) {
         const csc_t *c = csc_of(i, ncsc, cscs, owner);
         if (!c) continue;
         int64_t r = seeds[i] - c->row_add;
-        if ((uint64_t)r >= (uint64_t)c->nrows) return -3;
+        if ((uint64_t)r >= (uint64_t)c->nrows) {
+            free(p);
+            return -3;
+        }
         int64_t start = c->indptr[r], deg = c->indptr[r + 1] - start;
-        if (start < 0 || deg < 0 || start + deg > c->nslots) return -2;
-        total += deg < k ? deg : k;
+        if (start < 0 || deg < 0 || start + deg > c->nslots) {
+            free(p);
+            return -2;
+        }
+        plan_seed(p, c, i, r, 0, ks, k, 1);
+        for (int64_t x = 0; x < p->nruns; x++) total += p->runs[x].count;
     }
+    free(p);
     return total;
 }
 
-/* Writes seed i's edges from its slots `picks` at out[m...]; returns the new m, -2 on a bad local id. */
-static inline int64_t emit(const csc_t *c, int64_t i, const int64_t *picks, int64_t got, int64_t m,
-                           int64_t *out_seg, int64_t *out_src, int64_t *out_eid) {
-    for (int64_t j = 0; j < got; j++, m++) {
-        int64_t t = picks[j];
-        out_seg[m] = i;
-        if (!c->indices) {
-            out_src[m] = t;
-        } else {
-            int64_t l = c->indices[t];
-            if (l < c->map_from) {
-                out_src[m] = l + c->nid_add;
+/* Writes the edges of plan `p` at out[m...]; returns the new m, -2 on a bad local id. */
+static int64_t emit(const plan_t *p, int64_t m, int64_t *out_seg, int64_t *out_src, int64_t *out_eid) {
+    const csc_t *c = p->c;
+    for (int64_t x = 0; x < p->nruns; x++) {
+        const run_t *run = p->runs + x;
+        for (int64_t j = 0; j < run->count; j++, m++) {
+            int64_t t = run->pick < 0 ? run->start + j : p->picks[run->pick + j];
+            out_seg[m] = p->i;
+            if (!c->indices) {
+                out_src[m] = t;
             } else {
-                if ((uint64_t)l >= (uint64_t)c->nlocal) return -2;
-                out_src[m] = c->nid_map[l];
+                int64_t l = c->indices[t];
+                if (l < c->map_from) {
+                    out_src[m] = l + c->nid_add;
+                } else {
+                    if ((uint64_t)l >= (uint64_t)c->nlocal) return -2;
+                    out_src[m] = c->nid_map[l];
+                }
             }
+            if (out_eid) out_eid[m] = eid_at(c, t);
         }
-        if (out_eid) out_eid[m] = c->eid_map ? c->eid_map[t] : t + c->eid_add;
     }
     return m;
 }
 
 /* Every sampled edge m, grouped by seed in seed order (seeds of several CSCs interleaved, as
- * a block wants them): out_seg[m] its seed's position in `seeds`, out_src[m] its source,
- * out_eid[m] its edge (skipped when NULL). A seed with at most k in-edges takes them all,
- * else k distinct slots by Robert Floyd's algorithm (k draws whatever the degree). `counters`
- * (ncsc zeros) count each CSC's seeds as they pass, for their streams. Call `sample_count`
- * first, with the same arguments: the arrays hold what it returned. Returns the number of
- * edges written, -2 if a local id lies beyond its nid_map.
+ * a block wants them) and within a seed by edge type: out_seg[m] its seed's position in
+ * `seeds`, out_src[m] its source, out_eid[m] its edge (skipped when NULL; an edge's type is
+ * the range of `etype_bounds` its id lies in). Per run of a seed's in-edges of one type (all its in-edges when
+ * untyped or without `ks`), up to the fanout (`ks[type]`, else k; -1: all) distinct slots,
+ * uniformly. `counters` (ncsc zeros) count each CSC's seeds as they pass, for their streams.
+ * Call `sample_count` first, with the same arguments: the arrays hold what it returned.
+ * Returns the number of edges written, -2 if a local id lies beyond its nid_map.
  *
- * The slots are random reads into indices and eid_map (a cache miss each on big graphs), so
- * they are fetched a seed ahead: seed i's slots are drawn and prefetched, then seed i - 1's
- * edges are written, their memory already on its way. */
+ * The drawn slots are random reads into indices and eid_map (a cache miss each on big
+ * graphs), so they are fetched a seed ahead: seed i's slots are drawn and prefetched, then
+ * seed i - 1's edges are written, their memory already on its way. */
 int64_t sample_uniform(int64_t ncsc, const csc_t *cscs, int64_t n, const int64_t *seeds, const int64_t *owner,
-                       int64_t k, int64_t *counters, int64_t *out_seg, int64_t *out_src, int64_t *out_eid) {
-    int64_t m = 0, picks[2][MAX_K], got_before = 0;
-    const csc_t *before = 0;
-    if (k < 0 || k > MAX_K) return -1;
+                       int64_t k, const int64_t *ks, int64_t nks, int64_t *counters, int64_t *out_seg,
+                       int64_t *out_src, int64_t *out_eid) {
+    int64_t m = 0;
+    plan_t *plans;
+    int have_before = 0;
+    if (check_fanouts(k, ks, nks)) return -1;
+    plans = (plan_t *)malloc(2 * sizeof(plan_t));
+    if (!plans) return -5;
     for (int64_t i = 0; i <= n; i++) {
-        int64_t *p = picks[i & 1], got = 0;
+        plan_t *now = plans + (i & 1);
         const csc_t *c = i < n ? csc_of(i, ncsc, cscs, owner) : 0;
-        if (c) {
-            int64_t r = seeds[i] - c->row_add, start = c->indptr[r], deg = c->indptr[r + 1] - start;
-            int64_t pos = counters[c - cscs]++;
-            got = deg <= k ? deg : k;
-            if (deg <= k) {
-                for (int64_t j = 0; j < deg; j++) p[j] = start + j;
-            } else {
-                uint64_t state = c->key ^ ((uint64_t)pos * 0xD1B54A32D192ED03ULL);
-                for (int64_t j = deg - k, q0 = 0; j < deg; j++, q0++) {
-                    int64_t t = start + below(&state, j + 1), taken = 0;
-                    for (int64_t q = 0; q < q0; q++) {
-                        if (p[q] == t) {
-                            taken = 1;
-                            break;
-                        }
-                    }
-                    p[q0] = taken ? start + j : t;
-                }
-            }
-            for (int64_t j = 0; j < got; j++) {
-                if (c->indices) __builtin_prefetch(c->indices + p[j]);
-                if (c->eid_map) __builtin_prefetch(c->eid_map + p[j]);
-            }
+        if (c) plan_seed(now, c, i, seeds[i] - c->row_add, counters[c - cscs]++, ks, k, 0);
+        if (have_before) {
+            m = emit(plans + ((i - 1) & 1), m, out_seg, out_src, out_eid);
+            if (m < 0) break;
         }
-        if (before) {
-            m = emit(before, i - 1, picks[(i - 1) & 1], got_before, m, out_seg, out_src, out_eid);
-            if (m < 0) return m;
-        }
-        before = c;
-        got_before = got;
+        have_before = c != 0;
     }
+    free(plans);
     return m;
 }
 

@@ -2,6 +2,6 @@
 
 from .kernel import sample_csc
 from .local import SampledEdges, sample_graph, sample_partition
-from .neighbor import sample_neighbors
+from .neighbor import sample_hop, sample_neighbors
 
-__all__ = ["sample_csc", "SampledEdges", "sample_graph", "sample_partition", "sample_neighbors"]
+__all__ = ["sample_csc", "SampledEdges", "sample_graph", "sample_partition", "sample_neighbors", "sample_hop"]

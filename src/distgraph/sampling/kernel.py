@@ -14,15 +14,13 @@ cumulative weights.
 from __future__ import annotations
 
 import ctypes
+import weakref
 from dataclasses import dataclass
 
 import torch
 
 from ..native import CscStruct, kernels
 
-# Floyd's algorithm checks each draw against the seed's earlier ones: O(fanout^2) per seed,
-# fine in C up to this fanout (DGL's [10, 25] and the like); larger ones use the torch path.
-NATIVE_MAX_FANOUT = 256
 
 
 def _segments(counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -74,7 +72,8 @@ class Csc:
     With local id l = indices[slot], an edge's source is l + nid_add when l < map_from (a
     partition's owned nodes, whose ids are a range) and nid_map[l] otherwise (its halo nodes;
     never when nid_map is None); its id is eid_map[slot] (slot + eid_add when eid_map is None).
-    Without `indices`, the "source" is the slot itself."""
+    Without `indices`, the "source" is the slot itself. With `etype_bounds`, a row's in-edges
+    are runs of one edge type each (their ids ascend), which typed sampling draws from apart."""
 
     indptr: torch.Tensor
     indices: torch.Tensor | None = None
@@ -84,6 +83,14 @@ class Csc:
     eid_map: torch.Tensor | None = None
     eid_add: int = 0
     row_add: int = 0
+    etype_bounds: torch.Tensor | None = None  # typed: edge type e's ids are [b[e], b[e+1]), ascending in a row
+
+    @property
+    def num_etypes(self) -> int:
+        return 1 if self.etype_bounds is None else self.etype_bounds.numel() - 1
+
+    def edge_ids(self, slots: torch.Tensor) -> torch.Tensor:
+        return self.eid_map.index_select(0, slots) if self.eid_map is not None else slots + self.eid_add
 
     def ids(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(source ids, edge ids) of `slots` (index_select: a third of `[]`'s time on 1-D gathers)."""
@@ -98,8 +105,7 @@ class Csc:
             src = local + self.nid_add
             halo = torch.nonzero(local >= self.map_from).flatten()
             src[halo] = self.nid_map.index_select(0, local.index_select(0, halo))
-        eids = self.eid_map.index_select(0, slots) if self.eid_map is not None else slots + self.eid_add
-        return src, eids
+        return src, self.edge_ids(slots)
 
     def native(self, key: int) -> CscStruct | None:
         """This CSC as the C kernels take it, its seeds' streams keyed by `key`; None when an
@@ -113,37 +119,82 @@ class Csc:
             nslots = min(nslots, self.eid_map.numel())
         nlocal = self.nid_map.numel() if self.nid_map is not None else 0
         map_from = self.map_from if self.nid_map is not None else (1 << 63) - 1
+        bounds = self.etype_bounds
+        if bounds is not None and (bounds.dtype != torch.int64 or not bounds.is_contiguous()):
+            return None
         return CscStruct(ptr(self.indptr), self.indptr.numel() - 1, nslots, ptr(self.indices), ptr(self.nid_map),
-                         nlocal, self.nid_add, map_from, ptr(self.eid_map), self.eid_add, self.row_add, key)
+                         nlocal, self.nid_add, map_from, ptr(self.eid_map), self.eid_add, self.row_add, key,
+                         ptr(bounds), self.num_etypes)
 
 
-def sample_csc_ids(csc: Csc, seeds: torch.Tensor, fanout: int, replace: bool = False,
+Fanout = "int | torch.Tensor"  # one fanout for every edge type, or one per edge type (-1: all)
+
+
+def sample_csc_ids(csc: Csc, seeds: torch.Tensor, fanout, replace: bool = False,
                    prob: torch.Tensor | None = None, generator: torch.Generator | None = None
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """`sample_csc` on `csc` (seeds are ids: row + row_add), returning (seed position, source
-    id, edge id) per sampled edge: in one pass of C for uniform sampling without replacement,
-    else sampled slots mapped through `csc.ids`."""
+    id, edge id) per sampled edge; with `fanout` a tensor of one fanout per edge type of a
+    typed CSC, each of a seed's runs of one type is sampled apart. In one pass of C for
+    uniform sampling without replacement, else through torch (typed: a type at a time)."""
     seeds = seeds.to(torch.int64)
+    typed = isinstance(fanout, torch.Tensor)
     if not replace and prob is None:
         native = sample_uniform_native([csc], seeds, None, fanout, [generator])
         if native is not None:
             return native
-    seg, slots = sample_csc(csc.indptr, seeds - csc.row_add, fanout, replace, prob, generator)
-    return (seg, *csc.ids(slots))
+    if not typed:
+        seg, slots = sample_csc(csc.indptr, seeds - csc.row_add, fanout, replace, prob, generator)
+        return (seg, *csc.ids(slots))
+    indptr, types = typed_indptr(csc), csc.num_etypes
+    parts = []
+    for e, k in enumerate(fanout.tolist()):
+        if k != 0:
+            seg, slots = sample_csc(indptr, (seeds - csc.row_add) * types + e, k, replace, prob, generator)
+            parts.append((seg, *csc.ids(slots)))
+    if not parts:
+        empty = seeds.new_empty(0)
+        return empty, empty, empty
+    return tuple(torch.cat(col) for col in zip(*parts))
 
 
-def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: torch.Tensor | None, fanout: int,
+_TYPED_INDPTR: "weakref.WeakKeyDictionary[torch.Tensor, torch.Tensor]" = weakref.WeakKeyDictionary()
+
+
+def typed_indptr(csc: Csc) -> torch.Tensor:
+    """An indptr over (row, edge type) pairs, row * num_etypes + type, for the torch path of
+    typed sampling: computed once per CSC (kept while its indptr lives)."""
+    found = _TYPED_INDPTR.get(csc.indptr)
+    if found is None:
+        types = csc.num_etypes
+        slots = torch.arange(int(csc.indptr[-1]))
+        rows = torch.repeat_interleave(torch.arange(csc.indptr.numel() - 1), csc.indptr.diff())
+        etype = torch.searchsorted(csc.etype_bounds, csc.edge_ids(slots), right=True) - 1
+        counts = torch.bincount(rows * types + etype.clamp(0, types - 1), minlength=(csc.indptr.numel() - 1) * types)
+        found = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+        _TYPED_INDPTR[csc.indptr] = found
+    return found
+
+
+def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: torch.Tensor | None, fanout,
                           generators: list[torch.Generator | None], with_eids: bool = True
                           ) -> tuple[torch.Tensor, ...] | None:
     """Uniform sampling without replacement in one pass of C (`native/sampling.c`) over seeds
     of several CSCs: seed i on `cscs[owner[i]]` (on cscs[0] when owner is None; skipped when
-    that is None), edges grouped by seed in seed order. Each CSC's seeds draw from one key
-    taken from its generator, as a lone call on that CSC would. Returns (seed position,
-    source id[, edge id]) per edge; None when the kernels are not built, the fanout is beyond
-    them or an array does not suit them (the torch path runs)."""
+    that is None), edges grouped by seed in seed order, then by edge type. `fanout` is an int
+    (-1: all), or a tensor of one per edge type (typed CSCs: each type's run of a seed drawn
+    apart). Each CSC's seeds draw from one key taken from its generator, as a lone call on
+    that CSC would. Returns (seed position, source id[, edge id]) per edge; None
+    when the kernels are not built, a fanout is beyond them or an array does not suit them
+    (the torch path runs)."""
     lib = kernels()
-    if lib is None or not 0 <= fanout <= NATIVE_MAX_FANOUT:
+    if lib is None:
         return None
+    if isinstance(fanout, torch.Tensor):
+        ks = fanout.to(torch.int64).contiguous()
+        k, ks_ptr, nks = -1, ks.data_ptr(), ks.numel()
+    else:
+        k, ks_ptr, nks = int(fanout), None, 0
     table = (CscStruct * len(cscs))()
     for i, (csc, gen) in enumerate(zip(cscs, generators)):
         if csc is not None:
@@ -156,13 +207,19 @@ def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: to
     if owner is not None:
         owner = owner.to(torch.int64).contiguous()
         owner_ptr = owner.data_ptr()
-    args = (len(cscs), ctypes.addressof(table), seeds.numel(), seeds.data_ptr(), owner_ptr, fanout)
+    args = (len(cscs), ctypes.addressof(table), seeds.numel(), seeds.data_ptr(), owner_ptr, k, ks_ptr, nks)
     total = lib.sample_count(*args)
+    if total == -1:
+        return None  # a fanout beyond the kernel's draws: the torch path takes it
     if total == -3:
         raise IndexError("seeds must be rows of the CSC they are sampled on")
     if total == -2:
         raise IndexError("the CSC's indptr points outside its arrays (a corrupt partition?)")
-    out = [torch.empty(total, dtype=torch.int64) for _ in range(3 if with_eids else 2)]
+    if total == -4:
+        raise ValueError("a typed CSC has more edge types than fanouts were given")
+    if total < 0:
+        raise MemoryError("sample_count could not allocate its work space")
+    out = [torch.empty(total, dtype=torch.int64) for _ in range(2 + with_eids)]
     counters = torch.zeros(len(cscs), dtype=torch.int64)
     got = lib.sample_uniform(*args, counters.data_ptr(), out[0].data_ptr(), out[1].data_ptr(),
                              out[2].data_ptr() if with_eids else None)

@@ -6,7 +6,7 @@ import torch
 
 from ..block import EID
 from ..errors import InputError
-from ..graph import Graph, as_id_tensor
+from ..graph import Graph, as_id_tensor, resolve_etype
 from ..partition import Partition
 from .kernel import Csc, sample_csc_ids, sample_uniform_native
 
@@ -26,28 +26,54 @@ class SampledEdges:
             raise ValueError("SampledEdges needs dst, or the seeds and each edge's seed position")
         self.src, self.eids, self.seed_pos, self._dst, self._seeds = src, eids, seed_pos, dst, seeds
         self.graph_num_nodes: int | None = None  # set by sample_neighbors: the frontier holds all nodes
+        self.types = None  # set by sample_neighbors on a heterogeneous graph: its id map (per-type views)
 
     def edges(self, form: str = "uv", order: str = "eid", etype=None):
-        """(src, dst) global ids ('uv'), edge ids ('eid'), or (src, dst, edge ids) ('all')."""
+        """(src, dst) ('uv'), edge ids ('eid'), or (src, dst, edge ids) ('all'): global ids, or on
+        a heterogeneous graph the per-type ids of the edges of `etype`."""
+        src, dst, eids = self.src, self.dst, self.eids
+        if self.types is not None:
+            c, at = self._of_type(etype)
+            src = self.types.map_to_per_ntype(src[at])[1]
+            dst = self.types.map_to_per_ntype(dst[at])[1]
+            eids = self.types.map_to_per_etype(eids[at])[1]
         if form == "uv":
-            return self.src, self.dst
+            return src, dst
         if form == "eid":
-            return self.eids
+            return eids
         if form == "all":
-            return self.src, self.dst, self.eids
+            return src, dst, eids
         raise InputError(f"form must be 'uv', 'eid' or 'all', got {form!r}")
+
+    def _of_type(self, etype) -> tuple[tuple[str, str, str], torch.Tensor]:
+        """The canonical type named and the positions of its edges."""
+        canonical = self.types.canonical_etypes
+        if etype is None and len(canonical) != 1:
+            raise InputError(f"the graph has edge types {canonical}; pass etype=")
+        c = canonical[0] if etype is None else resolve_etype(etype, canonical)
+        kinds, _ = self.types.map_to_per_etype(self.eids)
+        return c, torch.nonzero(kinds == canonical.index(c)).flatten()
 
     @property
     def edata(self) -> dict:
-        return {EID: self.eids}
+        """{EID: edge ids}; per edge type ({EID: {type: per-type ids}}) on a heterogeneous graph."""
+        if self.types is None:
+            return {EID: self.eids}
+        kinds, per_type = self.types.map_to_per_etype(self.eids)
+        return {EID: {c: per_type[kinds == i] for i, c in enumerate(self.types.canonical_etypes)}}
 
     def num_edges(self, etype=None) -> int:
-        return int(self.eids.numel())
+        if self.types is None or etype is None:
+            return int(self.eids.numel())
+        return int(self._of_type(etype)[1].numel())
 
     def num_nodes(self, ntype=None) -> int:
+        """The graph's node count (of `ntype`): a frontier holds all of them, as DGL's does."""
         if self.graph_num_nodes is None:
             raise InputError("these edges were not sampled from a graph by sample_neighbors: no node count")
-        return self.graph_num_nodes
+        if ntype is None or self.types is None:
+            return self.graph_num_nodes
+        return int(self.types.num_nodes(ntype))
 
     number_of_edges = num_edges
     number_of_nodes = num_nodes
@@ -75,13 +101,14 @@ class SampledEdges:
         """The edges where `keep` is true."""
         out = SampledEdges(self.src[keep], self.dst[keep], self.eids[keep],
                            None if self.seed_pos is None else self.seed_pos[keep])
-        out.graph_num_nodes = self.graph_num_nodes
+        out.graph_num_nodes, out.types = self.graph_num_nodes, self.types
         return out
 
 
-def sample_graph(g: Graph, seeds, fanout: int, edge_dir: str = "in", replace: bool = False,
+def sample_graph(g: Graph, seeds, fanout, edge_dir: str = "in", replace: bool = False,
                  prob: torch.Tensor | None = None, generator: torch.Generator | None = None) -> SampledEdges:
-    """Sample up to `fanout` in-edges (or out-edges) of every seed of an in-memory graph."""
+    """Sample up to `fanout` in-edges (or out-edges) of every seed of an in-memory graph; a
+    tensor `fanout` gives one per edge type (`etype_fanouts`)."""
     seeds = as_id_tensor(seeds, "seeds")
     if seeds.numel() and (int(seeds.min()) < 0 or int(seeds.max()) >= g.num_nodes()):
         raise InputError(f"seed ids must lie in [0, {g.num_nodes()}), got [{int(seeds.min())}, {int(seeds.max())}]")
@@ -89,8 +116,9 @@ def sample_graph(g: Graph, seeds, fanout: int, edge_dir: str = "in", replace: bo
         raise InputError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
     indptr, other, eids = g.csc() if edge_dir == "in" else g.csr()
     slot_prob = prob[eids] if prob is not None else None
-    seg, other_ids, edge_ids = sample_csc_ids(Csc(indptr, other, eid_map=eids), seeds, fanout, replace, slot_prob,
-                                              generator)
+    bounds = None if g.is_homogeneous else g.etype_offsets  # a row's edges ascend by id: one run per type
+    seg, other_ids, edge_ids = sample_csc_ids(Csc(indptr, other, eid_map=eids, etype_bounds=bounds), seeds, fanout,
+                                              replace, slot_prob, generator)
     if edge_dir == "in":
         return SampledEdges(other_ids, None, edge_ids, seg, seeds)
     return SampledEdges(seeds.index_select(0, seg), other_ids, edge_ids, seg)
@@ -99,13 +127,17 @@ def sample_graph(g: Graph, seeds, fanout: int, edge_dir: str = "in", replace: bo
 def partition_csc(part: Partition) -> Csc:
     """A partition's CSC for the kernels: seeds are its global ids, owned sources get their
     ids by an add, halo sources through `global_nid`, edges by an add when they are a range."""
-    owned = part.owned_nid_start
+    owned, book, p = part.owned_nid_start, part.book, part.part_id
+    bounds = None  # with several edge types, a node's in-edges are one run per type (ids ascending)
+    if len(book.canonical_etypes) > 1:  # the partition's edge ids are its types' ranges, in type order
+        counts = torch.tensor([0] + [hi - lo for lo, hi in (book.edge_range(p, c) for c in book.canonical_etypes)])
+        bounds = book.edge_range(p, None)[0] + torch.cumsum(counts, 0)
     return Csc(part.indptr, part.indices, part.global_nid, owned or 0, part.num_inner_nodes if owned is not None else 0,
                None if part.eid_start is not None else part.eids, part.eid_start or 0,
-               part.book.node_range(part.part_id, None)[0])
+               book.node_range(p, None)[0], bounds)
 
 
-def sample_partition(part: Partition, seeds, fanout: int, replace: bool = False,
+def sample_partition(part: Partition, seeds, fanout, replace: bool = False,
                      prob: torch.Tensor | None = None, generator: torch.Generator | None = None) -> SampledEdges:
     """Sample in-edges of seeds owned by `part` (global homogeneous ids) on its local CSC.
 
@@ -124,7 +156,7 @@ def sample_partition(part: Partition, seeds, fanout: int, replace: bool = False,
 
 
 def sample_partitions(jobs: dict[int, tuple[Partition, torch.Generator | None, torch.Tensor | None]],
-                      seeds: torch.Tensor, owner: torch.Tensor, fanout: int, replace: bool = False) -> SampledEdges:
+                      seeds: torch.Tensor, owner: torch.Tensor, fanout, replace: bool = False) -> SampledEdges:
     """Seeds of several partitions at once: seed i on partition `owner[i]`, whose job is
     (partition, generator, edge weights or None); seeds of partitions without a job are left
     out. Each partition's share is what `sample_partition` draws from its generator. Uniform

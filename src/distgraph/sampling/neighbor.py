@@ -8,27 +8,84 @@ from __future__ import annotations
 
 import torch
 
-from ..graph import Graph, as_id_tensor
+from ..errors import InputError
+from ..graph import Graph, as_id_tensor, resolve_etype
 from .local import SampledEdges, sample_graph
 
 
-def sample_neighbors(g, nodes, fanout: int, edge_dir: str = "in", prob: str | torch.Tensor | None = None,
+def type_map(g):
+    """What maps `g`'s homogeneous ids to (type, per-type id) and back: an in-memory `Graph`
+    itself, a distributed graph's partition book (the same methods)."""
+    return g if isinstance(g, Graph) else g.get_partition_book()
+
+
+def homogeneous_ids(g, ids, what: str, kind: str = "node") -> torch.Tensor:
+    """Homogeneous ids of `ids`: a tensor of them, or a dict {type: per-type ids} (DGL's form
+    on a heterogeneous graph, required there)."""
+    types = type_map(g)
+    if isinstance(ids, dict):
+        to_homo = types.map_to_homo_nid if kind == "node" else types.map_to_homo_eid
+        parts = [to_homo(as_id_tensor(v, f"{what} of {t!r}"), t) for t, v in ids.items()]
+        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
+    if not types.is_homogeneous:
+        names = types.ntypes if kind == "node" else types.canonical_etypes
+        raise InputError(f"the graph has {kind} types {names}: give {what} as a dict {{type: ids}}")
+    return as_id_tensor(ids, what)
+
+
+def etype_fanouts(fanout, canonical_etypes: list) -> int | torch.Tensor:
+    """One fanout (-1: all) for a graph with one edge type; else one per edge type, in the
+    graph's order: an int gives each type that many, a dict {edge type: k} (canonical or
+    short names) must name every type."""
+    if isinstance(fanout, dict):
+        ks = {}
+        for key, k in fanout.items():
+            ks[canonical_etypes.index(resolve_etype(key, canonical_etypes))] = int(k)
+        missing = [c for i, c in enumerate(canonical_etypes) if i not in ks]
+        if missing:
+            raise InputError(f"the fanout dict lacks edge types {missing}; give every edge type a fanout (0: none)")
+        values = [ks[i] for i in range(len(canonical_etypes))]
+    else:
+        values = [int(fanout)] * len(canonical_etypes)
+    if any(k < -1 for k in values):
+        raise InputError(f"fanouts must be -1 (all) or >= 0, got {fanout!r}")
+    return values[0] if len(values) == 1 else torch.tensor(values, dtype=torch.int64)
+
+
+def sample_neighbors(g, nodes, fanout, edge_dir: str = "in", prob: str | torch.Tensor | None = None,
                      replace: bool = False, use_graphbolt: bool = False, *, exclude_edges=None,
                      generator: torch.Generator | None = None) -> SampledEdges:
     """Up to `fanout` in-edges (edge_dir="in"; -1: all) of each of `nodes`, as the frontier
     DGL returns: `edges()` gives global (src, dst), `edata[EID]` the edge ids.
 
-    `prob` is an edge-data name (or, on an in-memory graph, a tensor of one weight per edge).
-    `exclude_edges` (edge ids) are never returned. Draws come from `generator` (torch's
-    default one if None); on a distributed graph each machine's share is drawn from a seed
-    taken from it, so a seeded generator gives the same sample every time. `use_graphbolt`
-    is accepted for DGL's scripts and changes nothing."""
-    if isinstance(g, Graph):
-        weights = g.edata[prob] if isinstance(prob, str) else prob
-        e = sample_graph(g, nodes, fanout, edge_dir, replace, weights, generator)
-    else:
-        e = g._sample_neighbors(nodes, fanout, edge_dir, replace, prob, generator)
-    e.graph_num_nodes = g.num_nodes()
+    On a heterogeneous graph, `nodes` is {node type: per-type ids} and each node draws up to
+    `fanout` in-edges of every edge type (`fanout` may be {edge type: k}); the frontier then
+    gives `edges(etype=...)` and `edata[EID]` per edge type, in per-type ids. `prob` is an
+    edge-data name (or, on an in-memory graph, a tensor of one weight per edge).
+    `exclude_edges` (edge ids; per type as a dict) are never returned. Draws come from
+    `generator` (torch's default one if None); on a distributed graph each machine's share is
+    drawn from a seed taken from it, so a seeded generator gives the same sample every time.
+    `use_graphbolt` is accepted for DGL's scripts and changes nothing."""
+    e = sample_hop(g, homogeneous_ids(g, nodes, "nodes"), fanout, edge_dir, prob, replace, generator)
     if exclude_edges is not None:
-        e = e.select(~torch.isin(e.eids, as_id_tensor(exclude_edges, "exclude_edges")))
+        e = e.select(~torch.isin(e.eids, homogeneous_ids(g, exclude_edges, "exclude_edges", "edge")))
+    return e
+
+
+def sample_hop(g, seeds: torch.Tensor, fanout, edge_dir: str = "in", prob: str | torch.Tensor | None = None,
+               replace: bool = False, generator: torch.Generator | None = None) -> SampledEdges:
+    """`sample_neighbors` of homogeneous seed ids (a sampler's hop, whatever the graph's types)."""
+    types = type_map(g)
+    ks = etype_fanouts(fanout, types.canonical_etypes)
+    if isinstance(g, Graph):
+        weights = prob
+        if isinstance(prob, str):
+            weights = torch.cat([g.edges[c].data[prob] for c in g.canonical_etypes]) if not g.is_homogeneous \
+                else g.edata[prob]
+        e = sample_graph(g, seeds, ks, edge_dir, replace, weights, generator)
+    else:
+        e = g._sample_neighbors(seeds, ks, edge_dir, replace, prob, generator)
+    e.graph_num_nodes = g.num_nodes()
+    if not types.is_homogeneous:
+        e.types = types
     return e

@@ -23,12 +23,12 @@ def edge_weights(store: KVStore, part: Partition, prob: str | None) -> torch.Ten
     """This machine's rows of edge data `prob` (one weight per owned edge), or None."""
     if prob is None:
         return None
-    if len(part.canonical_etypes) != 1:
-        raise InputError("edge probabilities are supported on graphs with one edge type")
-    try:
-        return store.shard(graph_data_name(edge_policy_str(part.canonical_etypes[0]), prob)).data
+    try:  # a partition's edges are its edge types' ranges, in type order
+        shards = [store.shard(graph_data_name(edge_policy_str(c), prob)).data for c in part.canonical_etypes]
     except UnknownTensor:
-        raise InputError(f"edge data {prob!r} does not exist, so it cannot weight sampling") from None
+        raise InputError(f"edge data {prob!r} does not exist for every edge type, so it cannot weight "
+                         f"sampling") from None
+    return shards[0] if len(shards) == 1 else torch.cat(shards)
 
 
 def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list], tuple[dict, list]]]:
@@ -38,9 +38,15 @@ def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list
         (seeds,) = expect_arrays(arrays, 1, "sample")
         if seeds.dtype != torch.int64 or seeds.dim() != 1:
             raise WireError("'sample' seeds must be a 1-D int64 array")
-        fanout = field(header, "fanout", int)
-        if not -1 <= fanout <= MAX_FANOUT:
-            raise WireError(f"fanout must be -1 or in [0, {MAX_FANOUT}], got {fanout}")
+        fanout = field(header, "fanout", (int, list))
+        values = fanout if isinstance(fanout, list) else [fanout]
+        if not all(type(k) is int and -1 <= k <= MAX_FANOUT for k in values):
+            raise WireError(f"fanout must be -1 or in [0, {MAX_FANOUT}] (one, or one per edge type), got {fanout}")
+        if isinstance(fanout, list):
+            if len(fanout) != len(part.canonical_etypes):
+                raise WireError(f"fanout lists {len(fanout)} values but the graph has "
+                                f"{len(part.canonical_etypes)} edge types")
+            fanout = torch.tensor(fanout, dtype=torch.int64)
         replace = field(header, "replace", bool)
         prob = field(header, "prob", str, optional=True)
         seed = field(header, "seed", int, optional=True)
