@@ -2,7 +2,9 @@
 `distgraph.nn.pytorch`)."""
 
 from .graphsage import GraphSAGE
+from .hetero import HeteroGraphConv
+from .rgcn import RelGraphConv, relation_norm
 from .sage import SAGEConv
 from . import pytorch  # noqa: E402 (after the names it re-exports)
 
-__all__ = ["SAGEConv", "GraphSAGE", "pytorch"]
+__all__ = ["SAGEConv", "GraphSAGE", "RelGraphConv", "relation_norm", "HeteroGraphConv", "pytorch"]
