@@ -85,6 +85,28 @@ def parts(graph, tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="session")
+def mag_graph():
+    """An ogbn-mag-shaped heterograph with every relation reversed (as DGL's RGCN example has it)."""
+    from distgraph.data import add_reverse_edges, generate_mag
+
+    return add_reverse_edges(generate_mag(1500, 1000, 40, 80, num_classes=6, feat_dim=16, seed=5))
+
+
+@pytest.fixture(scope="session")
+def mag_parts(mag_graph, tmp_path_factory):
+    """1-part and 2-part (METIS, balancing training nodes and edges) partitions of `mag_graph`."""
+    from distgraph.partition import split_categories
+
+    root = tmp_path_factory.mktemp("mag_parts")
+    out = {}
+    for k in (1, 2):
+        partition_graph(mag_graph, "mag", k, root / f"p{k}", balance_ntypes=split_categories(mag_graph),
+                        balance_edges=True)
+        out[k] = root / f"p{k}" / "mag.json"
+    return out
+
+
 BIND_RACE = ("cannot listen on port", "cannot listen on MASTER_ADDR")  # a port from the OS was taken meanwhile
 ATTEMPTS = 3
 

@@ -12,8 +12,15 @@ from ..partition.layout import PART_METHODS
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("partition", help="partition a graph for distributed training",
-                              description="Partition a graph (.npz or delimited edge list) into NUM_PARTS parts.")
-    p.add_argument("--input", required=True, help="graph file: .npz, or an edge list (.csv/.tsv/.txt)")
+                              description="Partition a graph (.npz, delimited edge list, or an OGB node dataset "
+                                          "on disk) into NUM_PARTS parts.")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", help="graph file: .npz, or an edge list (.csv/.tsv/.txt)")
+    source.add_argument("--dataset", help="an OGB node dataset already downloaded under --data_root (e.g. ogbn-mag)")
+    p.add_argument("--data_root", default=".", help="the folder holding the --dataset (OGB's layout; nothing is "
+                                                    "downloaded)")
+    p.add_argument("--add_reverse_edges", action="store_true",
+                   help="add a 'rev-REL' edge type reversing every edge type (as DGL's RGCN example does)")
     p.add_argument("--graph_name", required=True, help="name of the graph; the config is OUT/GRAPH_NAME.json")
     p.add_argument("--num_parts", type=int, required=True)
     p.add_argument("--part_method", default="metis", choices=PART_METHODS)
@@ -53,15 +60,20 @@ def summary(stats, load_seconds: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..data import load_graph
+    from ..data import add_reverse_edges, load_graph, load_ogb_node
     from ..partition import partition_graph, split_categories
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError(f"--out {args.out} is an existing file; pass a folder (it is created if missing)")
     t0 = time.perf_counter()
-    g = load_graph(args.input, delimiter=args.delimiter, header=args.header, num_nodes=args.num_nodes)
+    if args.dataset:
+        g = load_ogb_node(args.dataset, args.data_root)
+    else:
+        g = load_graph(args.input, delimiter=args.delimiter, header=args.header, num_nodes=args.num_nodes)
+    if args.add_reverse_edges:
+        g = add_reverse_edges(g)
     load_seconds = time.perf_counter() - t0
-    print(f"{args.input}: {g.num_nodes():,} nodes, {g.num_edges():,} edges, node types {g.ntypes}")
+    print(f"{args.input or args.dataset}: {g.num_nodes():,} nodes, {g.num_edges():,} edges, node types {g.ntypes}")
     stats = partition_graph(
         g, args.graph_name, args.num_parts, args.out, part_method=args.part_method,
         balance_ntypes=split_categories(g) if args.balance_train else None,

@@ -9,10 +9,11 @@ from .convert import from_dgl, from_pyg
 from .edgelist import load_edgelist
 from .mag import generate_mag
 from .npz import ZIP_MAGIC, load_npz, save_npz
+from .ogb import add_reverse_edges, load_ogb_node
 from .sbm import generate_sbm
 
 __all__ = ["load_npz", "save_npz", "load_edgelist", "generate_sbm", "generate_mag", "load_graph", "from_pyg",
-           "from_dgl"]
+           "from_dgl", "load_ogb_node", "add_reverse_edges"]
 
 
 def load_graph(path: str | Path, **edgelist_kwargs) -> Graph:

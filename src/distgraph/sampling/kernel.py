@@ -158,13 +158,13 @@ def sample_csc_ids(csc: Csc, seeds: torch.Tensor, fanout, replace: bool = False,
     return tuple(torch.cat(col) for col in zip(*parts))
 
 
-_TYPED_INDPTR: "weakref.WeakKeyDictionary[torch.Tensor, torch.Tensor]" = weakref.WeakKeyDictionary()
+_TYPED_INDPTR: dict[int, torch.Tensor] = {}  # id(indptr) -> its typed indptr, dropped with the indptr
 
 
 def typed_indptr(csc: Csc) -> torch.Tensor:
     """An indptr over (row, edge type) pairs, row * num_etypes + type, for the torch path of
     typed sampling: computed once per CSC (kept while its indptr lives)."""
-    found = _TYPED_INDPTR.get(csc.indptr)
+    found = _TYPED_INDPTR.get(id(csc.indptr))
     if found is None:
         types = csc.num_etypes
         slots = torch.arange(int(csc.indptr[-1]))
@@ -172,7 +172,8 @@ def typed_indptr(csc: Csc) -> torch.Tensor:
         etype = torch.searchsorted(csc.etype_bounds, csc.edge_ids(slots), right=True) - 1
         counts = torch.bincount(rows * types + etype.clamp(0, types - 1), minlength=(csc.indptr.numel() - 1) * types)
         found = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
-        _TYPED_INDPTR[csc.indptr] = found
+        _TYPED_INDPTR[id(csc.indptr)] = found
+        weakref.finalize(csc.indptr, _TYPED_INDPTR.pop, id(csc.indptr), None)
     return found
 
 

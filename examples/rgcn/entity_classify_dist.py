@@ -1,0 +1,263 @@
+"""RGCN entity classification on a partitioned heterogeneous graph: DGL's distributed RGCN
+example (examples/pytorch/rgcn/experimental/entity_classify_dist.py) for distgraph, with its
+flags (dashes or underscores).
+
+Papers (the `--category` type) are classified. Node types with features (`feat`) enter
+through a linear projection; the others through learnt embeddings: `DistEmbedding`s trained
+with `SparseAdam` (`--sparse-lr`) with `--sparse-embedding`, dense `nn.Embedding`s otherwise.
+Every layer is a `RelGraphConv` (basis decomposition with `--n-bases`, self-loop, layer
+norm, dropout) over the block's homogeneous view, each relation averaged (RGCN's norm).
+Dense weights are trained with DDP when launched. Mini-batches sample `--fanout` in-edges of
+every edge type per node; paper features and labels come with them (prefetched where the
+batch is made). Validation and test predictions go into a persistent DistTensor, and trainer
+0 reports the accuracy over all of them.
+
+Standalone (a 1-part partition):
+    python entity_classify_dist.py --graph-name mag --dataset mag --conf-path parts1/mag.json --standalone
+Launched (the DGL README's command, with distgraph launch):
+    distgraph launch --workspace . --num_trainers 1 --num_servers 1 --num_samplers 4 \
+        --part_config data/ogbn-mag.json --ip_config ip_config.txt \
+        "python entity_classify_dist.py --graph-name ogbn-mag --dataset ogbn-mag --fanout='25,25' \
+         --batch-size 512 --n-hidden 64 --lr 0.01 --eval-batch-size 16 --low-mem --dropout 0.5 \
+         --use-self-loop --n-bases 2 --n-epochs 3 --layer-norm --ip-config ip_config.txt \
+         --num-workers 4 --num-servers 1 --sparse-embedding --sparse-lr 0.06"
+`--low-mem`, `--dgl-sparse`, `--relabel`, `--num-workers`, `--num-servers`, `--id` and
+`--local_rank` are accepted for DGL's command lines: the layers always run in their
+low-memory form, embeddings are always distgraph's, the number of sampler processes and
+servers comes from `distgraph launch`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import time
+
+import numpy as np
+import torch as th
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm import tqdm
+
+import distgraph as dgl
+from distgraph.nn import RelGraphConv, relation_norm
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    def add(*names, **kwargs):  # DGL's dashed names, and the same with underscores
+        spellings = list(dict.fromkeys(n for name in names
+                                       for n in (name, "--" + name[2:].replace("-", "_") if name[:2] == "--" else name)))
+        p.add_argument(*spellings, **kwargs)
+
+    add("--graph-name", required=True, help="graph name (the partition config's)")
+    add("-d", "--dataset", default=None, help="dataset name (reported only)")
+    add("--ip-config", help="set by distgraph launch")
+    add("--conf-path", help="the 1-part partition config, standalone only")
+    add("--standalone", action="store_true", help="run in one process on --conf-path")
+    add("--category", default="paper", help="the node type to classify")
+    add("--num-gpus", type=int, default=-1, help="-1: the CPU (the only device here)")
+    add("--dropout", type=float, default=0.0)
+    add("--n-hidden", type=int, default=16)
+    add("--lr", type=float, default=1e-2)
+    add("--sparse-lr", type=float, default=1e-2)
+    add("--n-bases", type=int, default=-1, help="bases of the relation weights; -1: one weight per relation")
+    add("--n-layers", type=int, default=2)
+    add("-e", "--n-epochs", type=int, default=50)
+    add("--l2norm", type=float, default=0.0, help="weight decay of the dense weights")
+    add("--fanout", default="4, 4", help="in-edges per edge type and node, input layer first; -1: all")
+    add("--validation-fanout", default=None)
+    add("--use-self-loop", action="store_true")
+    add("--batch-size", type=int, default=100)
+    add("--eval-batch-size", type=int, default=128)
+    add("--log-every", type=int, default=20)
+    add("--sparse-embedding", action="store_true", help="DistEmbedding + SparseAdam for featureless types")
+    add("--layer-norm", action="store_true")
+    add("--seed", type=int, default=0)
+    for flag in ("--low-mem", "--dgl-sparse", "--relabel"):
+        add(flag, action="store_true", help="accepted for DGL's command lines")
+    for flag in ("--num-workers", "--num-servers", "--id", "--local-rank"):
+        add(flag, type=int, default=None, help="accepted for DGL's command lines")
+    args = p.parse_args(argv)
+    if args.num_gpus > 0:
+        p.error("distgraph trains on the CPU: leave --num-gpus at -1")
+    args.validation_fanout = args.validation_fanout or args.fanout
+    return args
+
+
+def init_emb(shape, dtype):
+    arr = th.zeros(shape, dtype=dtype)
+    nn.init.uniform_(arr, -1.0, 1.0)
+    return arr
+
+
+class DistEmbedLayer(nn.Module):
+    """Each node type's input: its features projected, or a learnt embedding when it has none."""
+
+    def __init__(self, g, embed_size: int, sparse_emb: bool, feat_name: str = "feat", embed_name: str = "node_emb"):
+        super().__init__()
+        self.g, self.feat_name = g, feat_name
+        self.node_projs = nn.ModuleDict()
+        self.dense_embeds = nn.ModuleDict()
+        self.node_embeds: dict = {}
+        for ntype in g.ntypes:
+            if feat_name in g.nodes[ntype].data:
+                self.node_projs[ntype] = nn.Linear(g.nodes[ntype].data[feat_name].shape[1], embed_size)
+                nn.init.xavier_uniform_(self.node_projs[ntype].weight)
+            elif sparse_emb:
+                self.node_embeds[ntype] = dgl.distributed.DistEmbedding(
+                    g.num_nodes(ntype), embed_size, embed_name + "_" + ntype, init_emb,
+                    g.get_node_partition_policy(ntype))
+            else:
+                self.dense_embeds[ntype] = nn.Embedding(g.num_nodes(ntype), embed_size)
+                nn.init.uniform_(self.dense_embeds[ntype].weight, -1.0, 1.0)
+
+    def forward(self, node_ids: dict, feats: dict) -> dict:
+        out = {}
+        for ntype, ids in node_ids.items():
+            if ntype in self.node_projs:
+                rows = feats[ntype] if ntype in feats else self.g.nodes[ntype].data[self.feat_name][ids]
+                out[ntype] = self.node_projs[ntype](rows)
+            elif ntype in self.node_embeds:
+                out[ntype] = self.node_embeds[ntype](ids)
+            else:
+                out[ntype] = self.dense_embeds[ntype](ids)
+        return out
+
+
+class EntityClassify(nn.Module):
+    """`n_layers` RelGraphConv layers over the blocks' homogeneous views."""
+
+    def __init__(self, h_dim: int, out_dim: int, num_rels: int, num_bases: int, n_layers: int, dropout: float,
+                 use_self_loop: bool, layer_norm: bool):
+        super().__init__()
+        regularizer = "basis" if 0 < num_bases < num_rels else None
+        bases = num_bases if regularizer else None
+        self.layers = nn.ModuleList(
+            RelGraphConv(h_dim, h_dim, num_rels, regularizer, bases, activation=F.relu, self_loop=use_self_loop,
+                         dropout=dropout, layer_norm=layer_norm) for _ in range(n_layers - 1))
+        self.layers.append(RelGraphConv(h_dim, out_dim, num_rels, regularizer, bases, self_loop=use_self_loop))
+
+    def forward(self, blocks, feats: dict) -> dict:
+        h = blocks[0].src_homogeneous(feats)
+        for layer, block in zip(self.layers, blocks):
+            h = layer(block, h, norm=relation_norm(block))  # layer i's destinations are layer i+1's sources
+        return blocks[-1].dst_per_type(h)
+
+
+class Net(nn.Module):
+    """Inputs and layers in one module, so one DDP wrapper (and one `join`) covers both."""
+
+    def __init__(self, embed: DistEmbedLayer, model: EntityClassify, category: str):
+        super().__init__()
+        self.embed, self.model, self.category = embed, model, category
+
+    def forward(self, input_nodes: dict, blocks) -> th.Tensor:
+        feats = {t: f for t, f in blocks[0].srcdata["feat"].items()} if "feat" in blocks[0].srcdata else {}
+        return self.model(blocks, self.embed(input_nodes, feats))[self.category]
+
+
+def evaluate(g, net, loader, results, category: str) -> None:
+    """Predictions of this trainer's nodes of `loader` into the DistTensor `results`."""
+    net.eval()
+    with th.no_grad():
+        for input_nodes, seeds, blocks in loader:
+            results[seeds[category]] = net(input_nodes, blocks).argmax(1)
+    net.train()
+
+
+def main() -> None:
+    args = parse_args()
+    th.manual_seed(args.seed)
+    th.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    dgl.distributed.initialize(args.ip_config)
+    if not args.standalone:
+        th.distributed.init_process_group(backend="gloo")
+    g = dgl.distributed.DistGraph(args.graph_name, part_config=args.conf_path)
+    category = args.category
+    pb = g.get_partition_book()
+    split = {name: dgl.distributed.node_split(g.nodes[category].data[name], pb, ntype=category, force_even=True)
+             for name in ("train_mask", "val_mask", "test_mask")}
+    labels = g.nodes[category].data["label"][np.arange(g.num_nodes(category))]
+    all_val = th.nonzero(g.nodes[category].data["val_mask"][np.arange(g.num_nodes(category))]).flatten()
+    all_test = th.nonzero(g.nodes[category].data["test_mask"][np.arange(g.num_nodes(category))]).flatten()
+    num_classes = int(labels.max()) + 1
+    rank = g.rank()
+    if rank == 0:
+        print(f"{g} ({args.dataset or args.graph_name}): {num_classes} classes; trainer 0: "
+              f"{len(split['train_mask'])} training, {len(split['val_mask'])} validation {category} nodes", flush=True)
+
+    fanouts = [int(f) for f in args.fanout.split(",")]
+    if len(fanouts) != args.n_layers:
+        raise SystemExit(f"--fanout gives {len(fanouts)} layers but --n-layers is {args.n_layers}")
+    sampler = dgl.dataloading.MultiLayerNeighborSampler(fanouts, prefetch_node_feats=["feat"],
+                                                        prefetch_labels=["label"])
+    loader = dgl.dataloading.DistNodeDataLoader(g, {category: split["train_mask"]}, sampler,
+                                                batch_size=args.batch_size, shuffle=True, drop_last=False)
+    eval_sampler = dgl.dataloading.MultiLayerNeighborSampler([int(f) for f in args.validation_fanout.split(",")],
+                                                             prefetch_node_feats=["feat"])
+    embed = DistEmbedLayer(g, args.n_hidden, args.sparse_embedding)
+    model = EntityClassify(args.n_hidden, num_classes, len(g.canonical_etypes), args.n_bases, args.n_layers,
+                           args.dropout, args.use_self_loop, args.layer_norm)
+    net = Net(embed, model, category)
+    if not args.standalone:
+        net = th.nn.parallel.DistributedDataParallel(net)
+    optimizer = th.optim.Adam(net.parameters(), lr=args.lr, weight_decay=args.l2norm)
+    sparse = list(embed.node_embeds.values())
+    emb_optimizer = dgl.distributed.optim.SparseAdam(sparse, lr=args.sparse_lr) if sparse else None
+    watched = {t: (e, th.arange(min(1000, e.num_embeddings))) for t, e in embed.node_embeds.items()}
+    with th.no_grad():
+        before = {t: e(ids).clone() for t, (e, ids) in watched.items()}
+
+    results = dgl.distributed.DistTensor((g.num_nodes(category),), th.long, "results", persistent=True)
+    best = (-1.0, -1.0, -1)
+    for epoch in range(args.n_epochs):
+        tic = time.time()
+        correct = seen = 0
+        join = net.join() if not args.standalone else contextlib.nullcontext()
+        with join:
+            bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False, mininterval=1)
+            for step, (input_nodes, seeds, blocks) in enumerate(bar):
+                logits = net(input_nodes, blocks)
+                batch_labels = blocks[-1].dstdata["label"][category]
+                loss = F.cross_entropy(logits, batch_labels)
+                optimizer.zero_grad()
+                if emb_optimizer is not None:
+                    emb_optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if emb_optimizer is not None:
+                    emb_optimizer.step()
+                correct += int((logits.argmax(1) == batch_labels).sum())
+                seen += batch_labels.numel()
+                if step % args.log_every == 0:
+                    bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+        toc = time.time()
+        evaluate(g, net, dgl.dataloading.DistNodeDataLoader(g, {category: split["val_mask"]}, eval_sampler,
+                                                            batch_size=args.eval_batch_size), results, category)
+        evaluate(g, net, dgl.dataloading.DistNodeDataLoader(g, {category: split["test_mask"]}, eval_sampler,
+                                                            batch_size=args.eval_batch_size), results, category)
+        g.barrier()
+        val_acc = float((results[all_val] == labels[all_val]).float().mean())
+        test_acc = float((results[all_test] == labels[all_test]).float().mean())
+        if val_acc > best[0]:
+            best = (val_acc, test_acc, epoch)
+        if rank == 0:
+            print(f"Epoch {epoch}: {step + 1} steps in {toc - tic:.2f} s, loss {loss.item():.4f}, Train Acc "
+                  f"{correct / max(seen, 1):.4f}, Val Acc {val_acc:.4f}, Test Acc {test_acc:.4f}", flush=True)
+        g.barrier()
+    with th.no_grad():
+        moved = {t: float((e(ids) - before[t]).abs().mean()) for t, (e, ids) in watched.items()}
+    if rank == 0:
+        print(f"best Val Acc {best[0]:.4f} at epoch {best[2]}; Test Acc {best[1]:.4f}", flush=True)
+        if moved:
+            print("embeddings moved: " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(moved.items())), flush=True)
+    g.barrier()
+    if not args.standalone:
+        th.distributed.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
