@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := demo-out
 
-.PHONY: demo test test-cluster clean
+.PHONY: demo demo-rgcn test test-cluster clean
 
 $(STAMP): pyproject.toml setup.py $(wildcard src/distgraph/native/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,18 @@ demo: $(STAMP)
 	$(VENV)/bin/distgraph launch --workspace $(CURDIR) --num_trainers 1 --num_servers 1 --num_samplers 0 \
 		--part_config $(DEMO)/parts/sbm.json --ip_config $(DEMO)/ip_config.txt \
 		"$(CURDIR)/$(PY) examples/graphsage/train_dist.py --graph_name sbm --num_epochs 4 --lr 0.01 --batch_size 500"
+
+# RGCN on a generated ogbn-mag-shaped graph (every relation reversed), 2 machines on this host.
+demo-rgcn: $(STAMP)
+	$(VENV)/bin/distgraph generate mag --num_papers 20000 --num_authors 15000 --seed 0 --out $(DEMO)/mag.npz
+	$(VENV)/bin/distgraph partition --input $(DEMO)/mag.npz --graph_name mag --num_parts 2 --add_reverse_edges \
+		--part_method metis --balance_train --balance_edges --out $(DEMO)/mag_parts
+	$(PY) examples/graphsage/loopback_ip_config.py 2 $(DEMO)/ip_config_mag.txt
+	$(VENV)/bin/distgraph launch --workspace $(CURDIR) --num_trainers 1 --num_servers 1 --num_samplers 1 \
+		--part_config $(DEMO)/mag_parts/mag.json --ip_config $(DEMO)/ip_config_mag.txt \
+		"$(CURDIR)/$(PY) examples/rgcn/entity_classify_dist.py --graph-name mag --dataset mag --fanout 10,10 \
+		--batch-size 512 --n-hidden 64 --lr 0.01 --eval-batch-size 1000 --dropout 0.5 --use-self-loop --n-bases 2 \
+		--n-epochs 3 --layer-norm --sparse-embedding --sparse-lr 0.06"
 
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q tests --ignore=tests/cluster

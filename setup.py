@@ -7,5 +7,5 @@ without a C compiler the install still succeeds and the numpy paths run instead.
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("distgraph.native._kernels",
-                             sources=[f"src/distgraph/native/{f}.c" for f in ("symmetric", "segments", "sampling")],
+                             sources=[f"src/distgraph/native/{f}.c" for f in ("symmetric", "segments", "sampling", "types")],
                              extra_compile_args=["-O3"], optional=True)])

@@ -102,17 +102,28 @@ def edge_view(edge_index: torch.Tensor, form: str):
 
 @dataclass
 class BlockTypes:
-    """The types of a heterogeneous graph's block, one entry per node or edge of the block."""
+    """The types of a heterogeneous graph's block, one entry per node or edge of the block.
+    Per-type edge ids are worked out when first asked for (`id_map`: the graph's id map, a
+    partition book or a `Graph`)."""
 
     ntypes: list[str]
     canonical_etypes: list[tuple[str, str, str]]
     src_type: torch.Tensor  # node type id of each source (the destinations are the first ones)
     src_tid: torch.Tensor  # per-type id of each source
     etype: torch.Tensor  # edge type id of each edge
-    edge_tid: torch.Tensor  # per-type id of each edge
+    edge_tid: torch.Tensor | None = None  # per-type id of each edge
+    id_map: object | None = None
 
     def arrays(self) -> list[torch.Tensor]:
-        return [self.src_type, self.src_tid, self.etype, self.edge_tid]
+        return [self.src_type, self.src_tid, self.etype]
+
+    def edge_ids(self, eids: torch.Tensor) -> torch.Tensor:
+        """Per-type ids of the block's edges `eids` (their homogeneous ids)."""
+        if self.edge_tid is None:
+            if self.id_map is None:
+                raise InputError("this block's per-type edge ids need its graph's id map (blocks from a loader have it)")
+            self.edge_tid = self.id_map.map_to_per_etype(eids)[1]
+        return self.edge_tid
 
 
 class Block:
@@ -131,15 +142,39 @@ class Block:
                  eids: torch.Tensor, types: BlockTypes | None = None):
         self.src_nodes, self.dst_nodes, self.edge_index, self.eids = src_nodes, dst_nodes, edge_index, eids
         self.types = types
-        if types is None:
-            self._src = {DEFAULT_NTYPE: {NID: src_nodes}}
-            self._dst = {DEFAULT_NTYPE: {NID: dst_nodes}}
-            self._edges = {DEFAULT_ETYPE: {EID: eids}}
-            return
-        nd = dst_nodes.numel()
-        self._src = {t: {NID: types.src_tid[types.src_type == i]} for i, t in enumerate(types.ntypes)}
-        self._dst = {t: {NID: types.src_tid[:nd][types.src_type[:nd] == i]} for i, t in enumerate(types.ntypes)}
-        self._edges = {c: {EID: types.edge_tid[types.etype == i]} for i, c in enumerate(types.canonical_etypes)}
+        self._frames: dict[str, dict] = {}  # 'src', 'dst', 'edge': per-type data, made on first use
+
+    def side_data(self, side: str) -> dict:
+        """The per-type data dicts of one side ('src', 'dst', 'edge'), with the ids of each type
+        (typed views are built on first use: a sampler's intermediate blocks never need them)."""
+        frames = self._frames.get(side)
+        if frames is None:
+            frames = self._frames[side] = self._ids_by_type(side)
+        return frames
+
+    def _ids_by_type(self, side: str) -> dict:
+        t = self.types
+        if t is None:
+            return {"src": {DEFAULT_NTYPE: {NID: self.src_nodes}}, "dst": {DEFAULT_NTYPE: {NID: self.dst_nodes}},
+                    "edge": {DEFAULT_ETYPE: {EID: self.eids}}}[side]
+        if side == "edge":
+            runs = group_by_kind(t.etype, t.edge_ids(self.eids), len(t.canonical_etypes))
+            return {c: {EID: run} for c, run in zip(t.canonical_etypes, runs)}
+        n = self.src_nodes.numel() if side == "src" else self.dst_nodes.numel()
+        runs = group_by_kind(t.src_type[:n], t.src_tid[:n], len(t.ntypes))
+        return {ntype: {NID: run} for ntype, run in zip(t.ntypes, runs)}
+
+    @property
+    def _src(self) -> dict:
+        return self.side_data("src")
+
+    @property
+    def _dst(self) -> dict:
+        return self.side_data("dst")
+
+    @property
+    def _edges(self) -> dict:
+        return self.side_data("edge")
 
     # ------------------------------------------------------------- DGL's view
     @property
@@ -292,15 +327,18 @@ class Block:
             return self
         move = lambda frames: {t: {k: v.to(device, **kwargs) for k, v in f.items()} for t, f in frames.items()}  # noqa: E731
         types = None if self.types is None else BlockTypes(
-            self.types.ntypes, self.types.canonical_etypes, *(a.to(device, **kwargs) for a in self.types.arrays()))
+            self.types.ntypes, self.types.canonical_etypes, *(a.to(device, **kwargs) for a in self.types.arrays()),
+            id_map=self.types.id_map)
         out = Block(*(t.to(device, **kwargs) for t in (self.src_nodes, self.dst_nodes, self.edge_index, self.eids)),
                     types)
-        out._src, out._dst, out._edges = move(self._src), move(self._dst), move(self._edges)
+        out._frames = {side: move(frames) for side, frames in self._frames.items()}
         return out
 
-    def data_frames(self) -> dict[str, dict]:
-        """The per-type data dicts of the sources ('src'), destinations ('dst') and edges ('edge')."""
-        return {"src": self._src, "dst": self._dst, "edge": self._edges}
+    def data_frames(self, made_only: bool = False) -> dict[str, dict]:
+        """The per-type data dicts of the sources ('src'), destinations ('dst') and edges ('edge');
+        with `made_only`, only the sides already used (the only ones that can hold data)."""
+        sides = list(self._frames) if made_only else ["src", "dst", "edge"]
+        return {side: self.side_data(side) for side in sides}
 
     # ------------------------------------------------------------ aggregation
     def size(self) -> tuple[int, int]:
@@ -317,37 +355,60 @@ class Block:
                f"num_edges={self.num_edges()})"
 
 
-def with_types(block: Block, types) -> Block:
+def group_by_kind(kinds: torch.Tensor, values: torch.Tensor, num_kinds: int) -> list[torch.Tensor]:
+    """`values` split by their kind (in [0, num_kinds)), each part in its original order: one
+    counting pass in C when built (num_kinds boolean masks otherwise)."""
+    lib = kernels()
+    if lib is None:
+        return [values[kinds == k] for k in range(num_kinds)]
+    kinds, values = kinds.to(torch.int64).contiguous(), values.to(torch.int64).contiguous()
+    counts, out = torch.zeros(num_kinds + 1, dtype=torch.int64), torch.empty_like(values)
+    if lib.group_by_kind(values.numel(), kinds.data_ptr(), values.data_ptr(), num_kinds, counts.data_ptr(),
+                         out.data_ptr()) < 0:
+        raise InputError(f"kinds must lie in [0, {num_kinds})")
+    bounds = counts.tolist() + [values.numel()]
+    return [out[bounds[k]:bounds[k + 1]] for k in range(num_kinds)]
+
+
+def with_types(block: Block, types, etype: torch.Tensor | None = None) -> Block:
     """`block` with the typed view of a heterogeneous graph whose ids `types` maps (a partition
-    book or a `Graph`: `map_to_per_ntype`, `map_to_per_etype`)."""
+    book or a `Graph`: `map_to_per_ntype`, `map_to_per_etype`); `etype`, each edge's type
+    when the sampler knows it, spares looking it up."""
     src_type, src_tid = types.map_to_per_ntype(block.src_nodes)
-    etype, edge_tid = types.map_to_per_etype(block.eids)
+    edge_tid = None
+    if etype is None:
+        etype, edge_tid = types.map_to_per_etype(block.eids)
     return Block(block.src_nodes, block.dst_nodes, block.edge_index, block.eids,
                  BlockTypes(list(types.ntypes), [tuple(c) for c in types.canonical_etypes], src_type, src_tid, etype,
-                            edge_tid))
+                            edge_tid, types))
 
 
-def block_from_edges(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.Tensor, eids: torch.Tensor) -> Block:
+def block_from_edges(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.Tensor, eids: torch.Tensor,
+                     etype: torch.Tensor | None = None) -> Block | tuple[Block, torch.Tensor]:
     """Build a block from sampled edges: `src` global source ids, `dst_row` the row of each
     edge's destination in `dst_nodes` (distinct). Sources that are not destinations are
     appended after the destinations in order of first appearance (as DGL's `to_block`) once
     the edges are grouped by destination, keeping their order within one: the block depends
     on each destination's edges, not on the order they arrived in (the edges of several
-    machines arrive as one sorted run each)."""
+    machines arrive as one sorted run each). With `etype` (each edge's type), returns the
+    block and the types in its edge order."""
     dst_nodes = dst_nodes.to(torch.int64).contiguous()
     src, dst_row, eids = (a.to(torch.int64).contiguous() for a in (src, dst_row, eids))
     grouped = dst_row.numel() <= 1 or bool((dst_row[1:] >= dst_row[:-1]).all())
-    native = _relabel_native(dst_nodes, src, None if grouped else (dst_row, eids))
+    extra = None if etype is None else etype.to(torch.int64).contiguous()
+    native = _relabel_native(dst_nodes, src, None if grouped else (dst_row, eids, extra))
     if native is not None:
         src_nodes, src_row, regrouped = native
         if regrouped is not None:
-            dst_row, eids = regrouped
+            dst_row, eids, extra = regrouped
     else:
         if not grouped:
             order = torch.argsort(dst_row, stable=True)
             src, dst_row, eids = (a.index_select(0, order) for a in (src, dst_row, eids))
+            extra = None if extra is None else extra.index_select(0, order)
         src_nodes, src_row = _relabel_torch(dst_nodes, src)
-    return Block(src_nodes, dst_nodes, torch.stack([src_row, dst_row]), eids)
+    block = Block(src_nodes, dst_nodes, torch.stack([src_row, dst_row]), eids)
+    return block if etype is None else (block, extra)
 
 
 def to_block(g, dst_nodes=None, include_dst_in_src: bool = True, src_nodes=None) -> Block:
@@ -397,19 +458,20 @@ _MAX_ID = (1 << 40) - 2  # the table's tags hold id + 1 in 40 bits
 _MAX_EPOCH = (1 << 23) - 1
 
 
-def _relabel_native(dst: torch.Tensor, src: torch.Tensor, regroup: tuple[torch.Tensor, torch.Tensor] | None):
+def _relabel_native(dst: torch.Tensor, src: torch.Tensor, regroup: tuple | None):
     """In C (`native/sampling.c`): (distinct ids, local id of each source, and with `regroup`
-    = (rows, eids) the edges' rows and eids grouped by row, the local ids in that order too);
+    = (rows, eids, extra or None) those grouped by row, the local ids in that order too);
     None when the kernels are not built or an id does not fit the table's tags."""
     lib = kernels()
     if lib is None or not all(not x.numel() or 0 <= int(x.min()) <= int(x.max()) <= _MAX_ID for x in (dst, src)):
         return None
     nd, ns = dst.numel(), src.numel()
     nodes, local = torch.empty(nd + ns, dtype=torch.int64), torch.empty(ns, dtype=torch.int64)
-    rows = eids = counts = out_rows = out_eids = None
+    rows = eids = counts = out_rows = out_eids = extra = out_extra = None
     if regroup is not None:
-        rows, eids = regroup
+        rows, eids, extra = regroup
         out_rows, out_eids = torch.empty_like(rows), torch.empty_like(eids)
+        out_extra = None if extra is None else torch.empty_like(extra)
     ptr = lambda a: None if a is None else a.data_ptr()  # noqa: E731
     # the table grows (doubling) until the distinct ids fill at most half of it, and stays
     need = 1 << max(4, (2 * nd + 2).bit_length())
@@ -423,7 +485,7 @@ def _relabel_native(dst: torch.Tensor, src: torch.Tensor, regroup: tuple[torch.T
             counts = torch.zeros(nd + 1, dtype=torch.int64)
         n = lib.relabel(nd, dst.data_ptr(), ns, src.data_ptr(), _tables.cap, epoch, _tables.table.data_ptr(),
                         nodes.data_ptr(), local.data_ptr(), ptr(rows), ptr(eids), ptr(counts), ptr(out_rows),
-                        ptr(out_eids))
+                        ptr(out_eids), ptr(extra), ptr(out_extra))
         if n != -1:
             break
         need = 2 * _tables.cap
@@ -431,7 +493,7 @@ def _relabel_native(dst: torch.Tensor, src: torch.Tensor, regroup: tuple[torch.T
         raise InputError("the destination nodes of a block must be distinct")
     if n == -3:
         raise IndexError(f"destination rows must lie in [0, {nd})")
-    return nodes[:n], local, None if regroup is None else (out_rows, out_eids)
+    return nodes[:n], local, None if regroup is None else (out_rows, out_eids, out_extra)
 
 
 def _relabel_torch(dst: torch.Tensor, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

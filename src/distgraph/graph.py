@@ -325,6 +325,16 @@ class Graph:
             self._csr = _compress(self.src, self.dst, self._num_nodes)
         return self._csr
 
+    def typed_indptr(self, edge_dir: str = "in") -> torch.Tensor:
+        """The CSC's (CSR's with edge_dir="out") indptr over (node, edge type) pairs, node *
+        num_etypes + type: a node's edges, sorted by id, are one run per type."""
+        key = f"_typed_{edge_dir}"
+        if getattr(self, key, None) is None:
+            indptr, _, eids = self.csc() if edge_dir == "in" else self.csr()
+            kinds = torch.searchsorted(self.etype_offsets, eids, right=True) - 1
+            setattr(self, key, typed_indptr(indptr, kinds, len(self.canonical_etypes)))
+        return getattr(self, key)
+
     def find_edges(self, eids) -> tuple[torch.Tensor, torch.Tensor]:
         """(src, dst) of the given edge ids."""
         eids = as_id_tensor(eids, "edge ids")
@@ -343,9 +353,36 @@ class Graph:
                 f"ntypes={self.ntypes}, etypes={self.canonical_etypes})")
 
 
+def typed_indptr(indptr: torch.Tensor, slot_types: torch.Tensor, num_types: int) -> torch.Tensor:
+    """An indptr over (row, edge type) pairs, row * num_types + type, of a CSC whose rows hold
+    their edges sorted by type (`slot_types`: the type of every slot)."""
+    rows = torch.repeat_interleave(torch.arange(indptr.numel() - 1), indptr.diff())
+    counts = torch.bincount(rows * num_types + slot_types, minlength=(indptr.numel() - 1) * num_types)
+    return torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+
+
 def _per_type(ids: torch.Tensor, offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    types = torch.searchsorted(offsets, ids, right=True) - 1
-    return types, ids - offsets[types]
+    starts = offsets[:-1].contiguous()
+    return per_type(ids, starts, torch.arange(starts.numel()), starts)
+
+
+def per_type(ids: torch.Tensor, starts: torch.Tensor, block_type: torch.Tensor, shift: torch.Tensor
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(type, per-type id) of ids numbered in blocks of one type: block b holds the ids from
+    starts[b] (ascending) on, of type block_type[b], id - shift[b] within it. In C when built."""
+    from .native import kernels
+
+    lib = kernels()
+    ids = ids.to(torch.int64).contiguous()
+    if lib is not None and ids.numel():
+        kinds, tids = torch.empty_like(ids), torch.empty_like(ids)
+        starts, block_type, shift = (a.to(torch.int64).contiguous() for a in (starts, block_type, shift))
+        if lib.map_types(ids.numel(), ids.data_ptr(), starts.numel(), starts.data_ptr(), block_type.data_ptr(),
+                         shift.data_ptr(), kinds.data_ptr(), tids.data_ptr()) < 0:
+            raise InputError(f"ids below {int(starts[0])} belong to no type")
+        return kinds, tids
+    block = torch.searchsorted(starts, ids, right=True) - 1
+    return block_type.index_select(0, block), ids - shift.index_select(0, block)
 
 
 def _compress(key: torch.Tensor, other: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

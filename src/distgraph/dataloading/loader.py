@@ -21,7 +21,7 @@ from ..graph import as_id_tensor
 from ..sampling.remote import MAX_SEED
 from .collate import EdgeCollator, NodeCollator
 from .edge_prediction import EdgePredictionSampler
-from ..sampling.neighbor import homogeneous_ids
+from ..sampling.neighbor import homogeneous_ids, type_map
 from .neighbor_sampler import NeighborSampler, typed_batch
 from .workers import SamplerPool
 
@@ -54,13 +54,15 @@ class _SeedLoader:
         rng_seeds = torch.randint(0, MAX_SEED, (len(batches),), generator=self.generator).tolist()
         pool = self._sampler_pool()
         if pool is not None:
-            for batch in pool.run(*self.collator.spec(), batches, rng_seeds):
+            for batch in pool.run(*self.collator.spec(), batches, rng_seeds, type_map(self.collator.g)):
                 yield self.present(batch)
             return
         for seeds, rng_seed in zip(batches, rng_seeds):
             yield self.present(self.collator.collate(seeds, torch.Generator().manual_seed(rng_seed)))
 
-    present = staticmethod(typed_batch)  # a mini-batch as the user sees it
+    def present(self, batch: tuple) -> tuple:
+        """A mini-batch as the user sees it (DGL's typed form on a heterogeneous graph)."""
+        return typed_batch(batch, type_map(self.collator.g))
 
     def _sampler_pool(self) -> SamplerPool | None:
         """The trainer's sampler processes, or None to sample in this process (standalone,

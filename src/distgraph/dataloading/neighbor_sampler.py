@@ -77,8 +77,11 @@ class NeighborSampler:
         for fanout in reversed(self.fanouts):
             edges = sample_fn(dst, fanout)
             row = edges.seed_pos if edges.seed_pos is not None else rows_in(dst, edges.dst)
-            block = block_from_edges(dst, edges.src, row, edges.eids)
-            blocks.insert(0, block if types is None else with_types(block, types))
+            made = block_from_edges(dst, edges.src, row, edges.eids, edges.etype)
+            block, etype = made if edges.etype is not None else (made, None)
+            if types is not None:
+                block = with_types(block, types, etype)
+            blocks.insert(0, block)
             dst = block.src_nodes
         return dst, output, blocks
 
@@ -86,17 +89,17 @@ class NeighborSampler:
         """Put the prefetched graph data of a mini-batch into its blocks (on a heterogeneous
         graph, of each type that has it)."""
         if blocks and blocks[0].types is not None:
-            first, last = blocks[0].data_frames(), blocks[-1].data_frames()
-            for frames, names in ((first["src"], self.prefetch_node_feats), (last["dst"], self.prefetch_labels)):
-                for t, frame in frames.items():
+            sides = [(blocks[0], "src", self.prefetch_node_feats), (blocks[-1], "dst", self.prefetch_labels)]
+            sides += [(b, "edge", self.prefetch_edge_feats) for b in blocks]
+            for block, side, names in sides:
+                if not names:
+                    continue  # a side's per-type views are built only when something is fetched for it
+                data = g.edges if side == "edge" else g.nodes
+                for t, frame in block.side_data(side).items():
+                    key = EID if side == "edge" else NID
                     for name in names:
-                        if name in g.nodes[t].data:
-                            frame[name] = g.nodes[t].data[name][frame[NID]]
-            for b in blocks:
-                for c, frame in b.data_frames()["edge"].items():
-                    for name in self.prefetch_edge_feats:
-                        if name in g.edges[c].data:
-                            frame[name] = g.edges[c].data[name][frame[EID]]
+                        if name in data[t].data:
+                            frame[name] = data[t].data[name][frame[key]]
             return
         for name in self.prefetch_node_feats:
             blocks[0].srcdata[name] = g.ndata[name][input_nodes]
@@ -148,12 +151,15 @@ class NeighborSampler:
         return input_nodes, output_nodes, blocks
 
 
-def typed_batch(batch: tuple) -> tuple:
+def typed_batch(batch: tuple, id_map=None) -> tuple:
     """A mini-batch as DGL gives it: with typed blocks, its input nodes and (for node batches)
-    output nodes as {node type: per-type ids}, which the blocks hold."""
+    output nodes as {node type: per-type ids}, which the blocks hold; `id_map` (the graph's)
+    lets blocks that came from a sampler process give per-type edge ids too."""
     *head, blocks = batch
     if not blocks or blocks[0].types is None:
         return batch
+    for b in blocks:
+        b.types.id_map = b.types.id_map or id_map
     head[0] = blocks[0].srcdata[NID]
     if isinstance(head[1], torch.Tensor):
         head[1] = blocks[-1].dstdata[NID]

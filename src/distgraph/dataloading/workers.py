@@ -62,7 +62,7 @@ def encode(batch: tuple) -> tuple[dict, list[torch.Tensor]]:
             names = [b.types.ntypes, b.types.canonical_etypes]
     owners = [("block", i, b) for i, b in enumerate(blocks)] + [("pair", i, p) for i, p in enumerate(head[1:] if pairs else ())]
     for where, i, owner in owners:
-        for side, frames in owner.data_frames().items():
+        for side, frames in (owner.data_frames(made_only=True) if where == "block" else owner.data_frames()).items():
             for t, frame in frames.items():
                 for k, v in frame.items():
                     if k not in (NID, EID):
@@ -73,8 +73,8 @@ def encode(batch: tuple) -> tuple[dict, list[torch.Tensor]]:
     return header, [a.contiguous() for a in arrays]
 
 
-def decode(header: dict, arrays: list[torch.Tensor]) -> tuple:
-    """Inverse of `encode`."""
+def decode(header: dict, arrays: list[torch.Tensor], id_map=None) -> tuple:
+    """Inverse of `encode`; `id_map` (the graph's) gives typed blocks their per-type edge ids."""
     arrays = iter(arrays)
     names = header["names"]
     if names is not None:
@@ -93,11 +93,12 @@ def decode(header: dict, arrays: list[torch.Tensor]) -> tuple:
     blocks = []
     for _ in range(int(header["blocks"])):
         core = [next(arrays) for _ in range(4)]
-        types = BlockTypes(*names, *(next(arrays) for _ in range(4))) if header["typed_blocks"] else None
+        types = BlockTypes(*names, *(next(arrays) for _ in range(3)), id_map=id_map) if header["typed_blocks"] else None
         blocks.append(Block(*core, types))
     for where, i, side, t, key in header["data"]:
         owner = blocks[i] if where == "block" else pair_graphs[i]
-        owner.data_frames()[side][tuple(t) if isinstance(t, list) else t][key] = next(arrays)
+        frames = owner.side_data(side) if where == "block" else owner.data_frames()[side]
+        frames[tuple(t) if isinstance(t, list) else t][key] = next(arrays)
     return (*head, blocks)
 
 
@@ -197,10 +198,10 @@ class SamplerPool:
         return kept.pop(i)
 
     def run(self, spec: dict, spec_arrays: list[torch.Tensor], batches: list[torch.Tensor],
-            rng_seeds: list[int]) -> Iterator:
+            rng_seeds: list[int], id_map=None) -> Iterator:
         """Mini-batches of `batches` (seed tensors, each with the seed of its random draws),
         collated as `spec` (with its arrays) describes, in order; batch i is sampled by worker
-        i mod n."""
+        i mod n (`id_map`: see `decode`)."""
         self._start()
         key = json.dumps([spec, [id(a) for a in spec_arrays]], sort_keys=True)
         if key not in self.specs:
@@ -221,7 +222,7 @@ class SamplerPool:
                 received += 1
                 if header.get("error"):
                     raise DistGraphError(f"{w.describe()} could not sample batch {i}: {header['error']}")
-                yield decode(header, arrays)
+                yield decode(header, arrays, id_map)
         finally:
             self.live.pop(run, None)
             for j in range(received, min(sent, received + n)) if self.workers else ():  # abandoned

@@ -23,7 +23,7 @@ from ..errors import DistGraphError, InputError
 from ..graph import DEFAULT_NTYPE, TypeViews, as_id_tensor, resolve_etype
 from ..kvstore.store import KVStore
 from ..partition import Partition, RangePartitionBook, load_partition
-from ..partition.layout import PartitionConfig, etype_key
+from ..partition.layout import DataSpec, PartitionConfig, etype_key
 from ..rpc.wire import parse_dtype
 from ..sampling import SampledEdges
 from ..sampling.local import sample_partitions
@@ -45,13 +45,13 @@ class DistGraph:
         self.graph_name = graph_name
         self.local_partition = load_partition(ctx.part_config, ctx.machine_id)
         self._node_data = {t: self._attach(node_policy_str(t), self._book.num_nodes(t), specs)
-                           for t, specs in self._cfg.raw["node_data"].items()}
+                           for t, specs in self._cfg.node_data.items()}
         self._edge_data = {c: self._attach(edge_policy_str(c), self._book.num_edges(c),
-                                           self._cfg.raw["edge_data"].get(etype_key(c), {}))
+                                           self._cfg.edge_data.get(etype_key(c), {}))
                            for c in self._book.canonical_etypes}
 
-    def _attach(self, policy: str, rows: int, specs: dict) -> dict[str, DistTensor]:
-        return {name: DistTensor((rows, *spec["shape"]), parse_dtype(spec["dtype"]), graph_data_name(policy, name),
+    def _attach(self, policy: str, rows: int, specs: dict[str, DataSpec]) -> dict[str, DistTensor]:
+        return {name: DistTensor((rows, *spec.shape), parse_dtype(spec.dtype), graph_data_name(policy, name),
                                  part_policy=policy, persistent=True)
                 for name, spec in specs.items()}
 
@@ -152,11 +152,11 @@ class DistGraph:
         for t in self.ntypes:
             for name in (IN_DEGREE, OUT_DEGREE):
                 out[f"{t}{name}"] = self._attach(node_policy_str(t), self.num_nodes(t),
-                                                 {name: {"shape": [], "dtype": "int64"}})[name]
+                                                 {name: DataSpec("int64", ())})[name]
         for c in self.canonical_etypes:
             for name in (EDGE_SRC, EDGE_DST):
                 out[f"{etype_key(c)}{name}"] = self._attach(edge_policy_str(c), self.num_edges(c),
-                                                            {name: {"shape": [], "dtype": "int64"}})[name]
+                                                            {name: DataSpec("int64", ())})[name]
         return out
 
     def _ntype(self, ntype: str | None) -> str:
@@ -195,7 +195,7 @@ class DistGraph:
 
     # ----------------------------------------------------------------- ids
     def _mapping(self, kind: str, key: str) -> torch.Tensor:
-        rel = self._cfg.raw["mapping"][kind].get(key)
+        rel = self._cfg.mapping_file(kind, key)
         if rel is None:
             raise InputError(f"{self._cfg.path} has no {kind} id mapping for {key!r}")
         return torch.from_numpy(np.array(self._cfg.load_array(rel, mmap=False)))
@@ -278,15 +278,18 @@ class DistGraph:
         requests = [(m, {**header, "seed": draws[m]}, [seeds.index_select(0, pos)]) for m, pos in at.items()]
         here, replies = client.overlap(requests, lambda: sample_partitions(jobs, seeds, owner, fanout, replace))
         parts = [here]
+        typed = isinstance(fanout, torch.Tensor)
         for (m, pos), rep in zip(at.items(), replies):
             arrays = rep.arrays
-            well_formed = (len(arrays) == 3 and all(a.dtype == torch.int64 and a.dim() == 1 for a in arrays)
+            well_formed = (len(arrays) == 3 + typed and all(a.dtype == torch.int64 and a.dim() == 1 for a in arrays)
                            and len({a.numel() for a in arrays}) == 1)
             if not well_formed or (arrays[2].numel() and not 0 <= int(arrays[2].min()) <= int(arrays[2].max())
-                                   < pos.numel()):
+                                   < pos.numel()) or (typed and arrays[3].numel() and not 0 <= int(arrays[3].min())
+                                                      <= int(arrays[3].max()) < fanout.numel()):
                 raise DistGraphError(f"machine {m} answered a sampling request with malformed arrays")
-            src, eids, seed_pos = arrays
-            parts.append(SampledEdges(src, None, eids, pos.index_select(0, seed_pos), seeds))
+            src, eids, seed_pos, *etype = arrays
+            parts.append(SampledEdges(src, None, eids, pos.index_select(0, seed_pos), seeds,
+                                      etype[0] if etype else None))
         return SampledEdges.cat(parts)
 
     def __repr__(self) -> str:

@@ -91,7 +91,7 @@ def partition_kg(data: KGData, num_parts: int, out: str | Path, part_method: str
     _save(kg / "valid.npy", valid)
     _save(kg / "test.npy", test)
     known = np.concatenate([train, valid, test])
-    bounds = np.array([start for start, _ in cfg.raw["node_map"]["_N"]] + [data.n_entities])
+    bounds = np.array([start for start, _ in cfg.node_map["_N"]] + [data.n_entities])
     head_part = np.searchsorted(bounds, known[:, 0], side="right") - 1
     tail_part = np.searchsorted(bounds, known[:, 2], side="right") - 1
     raw = cfg.raw

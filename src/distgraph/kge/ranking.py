@@ -204,8 +204,8 @@ def rank_ops(part_config: PartitionConfig, machine_id: int, store: KVStore) -> d
             raise InputError(f"relation ids must lie in [0, {kg['n_relations']})")
         if not rankers:
             part = part_config.part(machine_id)
-            rankers.append(ShardRanker(int(kg["n_relations"]), np.load(part_config.dir / part["kge_known_tail"]),
-                                       np.load(part_config.dir / part["kge_known_head"])))
+            rankers.append(ShardRanker(int(kg["n_relations"]), np.load(part_config.dir / part.file("kge_known_tail")),
+                                       np.load(part_config.dir / part.file("kge_known_head"))))
         q = Queries(anchor, rel, true, target, anchor_rows, rel_rows, corrupt_head)
         return {}, [rankers[0].counts(model, q, shard.data, shard.first_row, use_filter, candidates)]
 

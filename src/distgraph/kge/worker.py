@@ -154,8 +154,8 @@ class Trainer:
         ctx, h = self.ctx, self.tables.tables["entity"]._handle
         if self._ranker is None:
             part = self.pcfg.part(ctx.machine_id)
-            self._ranker = ShardRanker(self.n_relations, self._array(part["kge_known_tail"]),
-                                       self._array(part["kge_known_head"]))
+            self._ranker = ShardRanker(self.n_relations, self._array(part.file("kge_known_tail")),
+                                       self._array(part.file("kge_known_head")))
         use_filter = not self.cfg.no_eval_filter
         header = {"op": "kge_rank", "model": model_spec(self.model), "corrupt_head": q.corrupt_head,
                   "filter": use_filter, "table": h.name}
@@ -275,7 +275,7 @@ class Trainer:
         """Trainer 0 writes the tables in the entities' original ids (DGL-KE saves on machine 0)."""
         if self.ctx.rank != 0 or self.save_dir is None:
             return
-        orig = torch.from_numpy(np.load(self.pcfg.dir / self.pcfg.raw["mapping"]["node"]["_N"]))
+        orig = torch.from_numpy(np.load(self.pcfg.dir / self.pcfg.mapping_file("node", "_N")))
         tables = {}
         for name, t in self.tables.tables.items():
             rows = t[torch.arange(len(t))]

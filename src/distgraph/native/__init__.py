@@ -18,9 +18,11 @@ _SIGNATURES = {  # name: (restype, argtypes), as in the .c files
     "sym_rows": (_i64, [_i64, _i64, _ptr, _int, _int, _i64, _ptr, _ptr]),
     "gather_segments": (_i64, [_i64, _ptr, _ptr, _ptr, _int, _ptr]),  # segments.c
     "sample_count": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _i64, _ptr, _i64]),  # sampling.c
-    "sample_uniform": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _i64, _ptr, _i64, _ptr, _ptr, _ptr, _ptr]),
+    "sample_uniform": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _i64, _ptr, _i64, _ptr, _ptr, _ptr, _ptr, _ptr]),
+    "map_types": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _ptr, _ptr, _ptr]),  # types.c
+    "group_by_kind": (_i64, [_i64, _ptr, _ptr, _i64, _ptr, _ptr]),  # types.c
     "relabel": (_i64, [_i64, _ptr, _i64, _ptr, _i64, ctypes.c_uint64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr,
-                       _ptr]),  # sampling.c
+                       _ptr, _ptr, _ptr]),  # sampling.c
 }
 
 
@@ -29,7 +31,7 @@ class CscStruct(ctypes.Structure):
 
     _fields_ = [("indptr", _ptr), ("nrows", _i64), ("nslots", _i64), ("indices", _ptr), ("nid_map", _ptr),
                 ("nlocal", _i64), ("nid_add", _i64), ("map_from", _i64), ("eid_map", _ptr), ("eid_add", _i64),
-                ("row_add", _i64), ("key", ctypes.c_uint64), ("etype_bounds", _ptr), ("netypes", _i64)]
+                ("row_add", _i64), ("key", ctypes.c_uint64), ("typed_indptr", _ptr), ("netypes", _i64)]
 
 
 @lru_cache(maxsize=1)

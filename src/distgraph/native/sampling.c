@@ -21,8 +21,8 @@ static inline int64_t below(uint64_t *state, int64_t n) {
  * seed id s is row s - row_add; for a slot t, the source is t itself when `indices` is NULL,
  * else with local id l = indices[t]: l + nid_add when l < map_from (a partition's owned
  * nodes, a range), else nid_map[l] (its halo nodes); the edge is eid_map[t] (t + eid_add
- * when eid_map is NULL). With `etype_bounds`, edge type e's ids are [b[e], b[e + 1]), and a
- * row's slots hold ascending edge ids (so each type is one run of them). Each seed of this
+ * when eid_map is NULL). With `typed_indptr`, a row's slots are one run per edge type: row r's
+ * edges of type e are slots [tp[r * netypes + e], tp[r * netypes + e + 1]). Each seed of this
  * CSC draws from a splitmix64 stream keyed by (key, its position among this CSC's seeds). */
 typedef struct {
     const int64_t *indptr; /* nrows + 1 entries; NULL: this CSC is not here, its seeds are skipped */
@@ -32,12 +32,13 @@ typedef struct {
     const int64_t *eid_map;
     int64_t eid_add, row_add;
     uint64_t key;
-    const int64_t *etype_bounds; /* netypes + 1 ascending edge ids, or NULL: one edge type */
+    const int64_t *typed_indptr; /* nrows * netypes + 1 entries, or NULL: one edge type */
     int64_t netypes;
 } csc_t;
 
 #define MAX_K 256
 #define MAX_TYPES 64
+#define SEEDS_AHEAD 4 /* how far ahead a seed's row bounds are prefetched */
 
 /* The CSC of seed i (owner[i] indexes `cscs`; one CSC when owner is NULL), or NULL to skip it. */
 static inline const csc_t *csc_of(int64_t i, int64_t ncsc, const csc_t *cscs, const int64_t *owner) {
@@ -48,20 +49,10 @@ static inline const csc_t *csc_of(int64_t i, int64_t ncsc, const csc_t *cscs, co
 
 static inline int64_t eid_at(const csc_t *c, int64_t t) { return c->eid_map ? c->eid_map[t] : t + c->eid_add; }
 
-/* The first slot of [lo, hi) whose edge id is at least `eid` (hi if none): a row's ids ascend. */
-static inline int64_t first_at_least(const csc_t *c, int64_t lo, int64_t hi, int64_t eid) {
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (eid_at(c, mid) < eid) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
 /* One seed's plan: its runs of slots, one per edge type (one in all when untyped), each taken
  * whole (picks < 0) or as `count` slots drawn into picks[pick..]. */
 typedef struct {
-    int64_t start, count, pick;
+    int64_t start, count, pick, etype;
 } run_t;
 
 typedef struct {
@@ -73,38 +64,34 @@ typedef struct {
 
 /* The fanout of edge type e: ks[e] with a typed CSC and per-type fanouts, else k (-1: all). */
 static inline int64_t fanout_of(const csc_t *c, const int64_t *ks, int64_t k, int64_t e) {
-    return (ks && c->etype_bounds) ? ks[e] : k;
+    return (ks && c->typed_indptr) ? ks[e] : k;
 }
 
 /* Fills `p` for seed i of CSC c (row r, its pos-th seed): each type's run, then Floyd's
  * algorithm where a run has more slots than its fanout (k draws whatever the degree), the
- * draws of all runs from the seed's one stream; the drawn slots are prefetched. With
- * `count_only`, only p->npicks and the runs' counts are set (no draws). */
-static void plan_seed(plan_t *p, const csc_t *c, int64_t i, int64_t r, int64_t pos, const int64_t *ks, int64_t k,
-                      int count_only) {
+ * draws of all runs from the seed's one stream; the drawn slots are prefetched. Returns 0, or
+ * -2 when a typed run lies outside the row. */
+static int plan_seed(plan_t *p, const csc_t *c, int64_t i, int64_t r, int64_t pos, const int64_t *ks, int64_t k) {
     int64_t start = c->indptr[r], end = c->indptr[r + 1];
-    int64_t types = (ks && c->etype_bounds) ? c->netypes : 1;
+    int64_t types = (ks && c->typed_indptr) ? c->netypes : 1;
     uint64_t state = c->key ^ ((uint64_t)pos * 0xD1B54A32D192ED03ULL);
     p->c = c, p->i = i, p->nruns = 0, p->npicks = 0;
     for (int64_t e = 0; e < types; e++) {
         int64_t a = start, b = end, kt = fanout_of(c, ks, k, e);
         if (types > 1) {
-            a = first_at_least(c, start, end, c->etype_bounds[e]);
-            b = first_at_least(c, a, end, c->etype_bounds[e + 1]);
+            a = c->typed_indptr[r * types + e];
+            b = c->typed_indptr[r * types + e + 1];
+            if (a < start || b < a || b > end) return -2; /* a typed run outside its row */
         }
         int64_t n = b - a;
         if (kt == 0 || n == 0) continue;
         run_t *run = p->runs + p->nruns++;
-        run->start = a;
+        run->start = a, run->etype = e;
         if (kt < 0 || n <= kt) {
             run->count = n, run->pick = -1;
             continue;
         }
         run->count = kt, run->pick = p->npicks;
-        if (count_only) {
-            p->npicks += kt;
-            continue;
-        }
         int64_t *q = p->picks + p->npicks;
         for (int64_t j = n - kt, q0 = 0; j < n; j++, q0++) {
             int64_t t = a + below(&state, j + 1), taken = 0;
@@ -122,6 +109,7 @@ static void plan_seed(plan_t *p, const csc_t *c, int64_t i, int64_t r, int64_t p
         }
         p->npicks += kt;
     }
+    return 0;
 }
 
 /* Checks fanouts against the kernels' limits: -1 on a fanout above MAX_K or too many types. */
@@ -132,41 +120,40 @@ static int64_t check_fanouts(int64_t k, const int64_t *ks, int64_t nks) {
     return 0;
 }
 
-/* The number of edges `sample_uniform` writes for these seeds (the seeds skipped write none);
- * -1 if a fanout is above MAX_K (or there are more than MAX_TYPES types), -3 if a seed is not
- * a row of its CSC, -2 if a row's slots lie outside the CSC, -4 if a CSC has more edge types
- * than `ks` has fanouts. Checks what `sample_uniform` then reads unchecked. */
+/* At least the number of edges `sample_uniform` writes for these seeds (the seeds skipped
+ * write none): sum(min(degree, k)), or with per-type fanouts sum(min(degree, sum of them)),
+ * exact when untyped; -1 if a fanout is above MAX_K (or there are more than MAX_TYPES types),
+ * -3 if a seed is not a row of its CSC, -2 if a row's slots lie outside the CSC, -4 if a CSC
+ * has more edge types than `ks` has fanouts. Checks what `sample_uniform` then reads
+ * unchecked (but a typed CSC's runs, which it checks itself). */
 int64_t sample_count(int64_t ncsc, const csc_t *cscs, int64_t n, const int64_t *seeds, const int64_t *owner,
                      int64_t k, const int64_t *ks, int64_t nks) {
-    int64_t total = 0;
-    plan_t *p;
+    int64_t total = 0, all = k < 0, sum = k;
     if (check_fanouts(k, ks, nks)) return -1;
     for (int64_t x = 0; x < ncsc; x++)
-        if (ks && cscs[x].indptr && cscs[x].etype_bounds && (cscs[x].netypes > nks || cscs[x].netypes < 1)) return -4;
-    p = (plan_t *)malloc(sizeof(plan_t));
-    if (!p) return -5;
+        if (ks && cscs[x].indptr && cscs[x].typed_indptr && (cscs[x].netypes > nks || cscs[x].netypes < 1)) return -4;
+    if (ks) {
+        all = 0, sum = 0;
+        for (int64_t e = 0; e < nks; e++) {
+            if (ks[e] < 0) all = 1;
+            else sum += ks[e];
+        }
+    }
     for (int64_t i = 0; i < n; i++) {
         const csc_t *c = csc_of(i, ncsc, cscs, owner);
         if (!c) continue;
         int64_t r = seeds[i] - c->row_add;
-        if ((uint64_t)r >= (uint64_t)c->nrows) {
-            free(p);
-            return -3;
-        }
+        if ((uint64_t)r >= (uint64_t)c->nrows) return -3;
         int64_t start = c->indptr[r], deg = c->indptr[r + 1] - start;
-        if (start < 0 || deg < 0 || start + deg > c->nslots) {
-            free(p);
-            return -2;
-        }
-        plan_seed(p, c, i, r, 0, ks, k, 1);
-        for (int64_t x = 0; x < p->nruns; x++) total += p->runs[x].count;
+        if (start < 0 || deg < 0 || start + deg > c->nslots) return -2;
+        total += (all || deg < sum) ? deg : sum;
     }
-    free(p);
     return total;
 }
 
 /* Writes the edges of plan `p` at out[m...]; returns the new m, -2 on a bad local id. */
-static int64_t emit(const plan_t *p, int64_t m, int64_t *out_seg, int64_t *out_src, int64_t *out_eid) {
+static int64_t emit(const plan_t *p, int64_t m, int64_t *out_seg, int64_t *out_src, int64_t *out_eid,
+                    int64_t *out_etype) {
     const csc_t *c = p->c;
     for (int64_t x = 0; x < p->nruns; x++) {
         const run_t *run = p->runs + x;
@@ -185,6 +172,7 @@ static int64_t emit(const plan_t *p, int64_t m, int64_t *out_seg, int64_t *out_s
                 }
             }
             if (out_eid) out_eid[m] = eid_at(c, t);
+            if (out_etype) out_etype[m] = run->etype;
         }
     }
     return m;
@@ -192,19 +180,20 @@ static int64_t emit(const plan_t *p, int64_t m, int64_t *out_seg, int64_t *out_s
 
 /* Every sampled edge m, grouped by seed in seed order (seeds of several CSCs interleaved, as
  * a block wants them) and within a seed by edge type: out_seg[m] its seed's position in
- * `seeds`, out_src[m] its source, out_eid[m] its edge (skipped when NULL; an edge's type is
- * the range of `etype_bounds` its id lies in). Per run of a seed's in-edges of one type (all its in-edges when
+ * `seeds`, out_src[m] its source, out_eid[m] its edge and out_etype[m] its type (each skipped
+ * when NULL). Per run of a seed's in-edges of one type (all its in-edges when
  * untyped or without `ks`), up to the fanout (`ks[type]`, else k; -1: all) distinct slots,
  * uniformly. `counters` (ncsc zeros) count each CSC's seeds as they pass, for their streams.
- * Call `sample_count` first, with the same arguments: the arrays hold what it returned.
- * Returns the number of edges written, -2 if a local id lies beyond its nid_map.
+ * Call `sample_count` first, with the same arguments: the arrays hold what it returned (a
+ * bound). Returns the number of edges written, -2 if a local id lies beyond its nid_map or a
+ * typed run outside its row.
  *
  * The drawn slots are random reads into indices and eid_map (a cache miss each on big
  * graphs), so they are fetched a seed ahead: seed i's slots are drawn and prefetched, then
  * seed i - 1's edges are written, their memory already on its way. */
 int64_t sample_uniform(int64_t ncsc, const csc_t *cscs, int64_t n, const int64_t *seeds, const int64_t *owner,
                        int64_t k, const int64_t *ks, int64_t nks, int64_t *counters, int64_t *out_seg,
-                       int64_t *out_src, int64_t *out_eid) {
+                       int64_t *out_src, int64_t *out_eid, int64_t *out_etype) {
     int64_t m = 0;
     plan_t *plans;
     int have_before = 0;
@@ -214,9 +203,25 @@ int64_t sample_uniform(int64_t ncsc, const csc_t *cscs, int64_t n, const int64_t
     for (int64_t i = 0; i <= n; i++) {
         plan_t *now = plans + (i & 1);
         const csc_t *c = i < n ? csc_of(i, ncsc, cscs, owner) : 0;
-        if (c) plan_seed(now, c, i, seeds[i] - c->row_add, counters[c - cscs]++, ks, k, 0);
+        if (i + SEEDS_AHEAD < n) { /* a later seed's row bounds, on their way while this one is drawn */
+            const csc_t *later = csc_of(i + SEEDS_AHEAD, ncsc, cscs, owner);
+            if (later) {
+                int64_t r = seeds[i + SEEDS_AHEAD] - later->row_add;
+                if ((uint64_t)r < (uint64_t)later->nrows) {
+                    __builtin_prefetch(later->indptr + r);
+                    if (later->typed_indptr) {
+                        __builtin_prefetch(later->typed_indptr + r * later->netypes);
+                        __builtin_prefetch(later->typed_indptr + (r + 1) * later->netypes);
+                    }
+                }
+            }
+        }
+        if (c && plan_seed(now, c, i, seeds[i] - c->row_add, counters[c - cscs]++, ks, k)) {
+            m = -2;
+            break;
+        }
         if (have_before) {
-            m = emit(plans + ((i - 1) & 1), m, out_seg, out_src, out_eid);
+            m = emit(plans + ((i - 1) & 1), m, out_seg, out_src, out_eid, out_etype);
             if (m < 0) break;
         }
         have_before = c != 0;
@@ -236,7 +241,8 @@ int64_t sample_uniform(int64_t ncsc, const csc_t *cscs, int64_t n, const int64_t
  *
  * With `rows` (the destination row of each src, in [0, nd)) the edges are first grouped by
  * row, stably (a counting pass, then edge i goes to position counts[rows[i]]++ of out_src,
- * out_rows and out_eids (from `eids`); `counts` holds nd + 1 zeroed slots), and the sources
+ * out_rows and out_eids (from `eids`), and out_extra (from `extra`, when given); `counts` holds
+ * nd + 1 zeroed slots), and the sources
  * are numbered in that grouped order: the block depends on each destination's edges, not on
  * the order the edges came in (a machine at a time, or in seed order). Returns the number of
  * distinct ids; -1 if the table is too small (more than cap / 2 distinct ids: call again with a
@@ -249,7 +255,7 @@ static inline uint64_t slot_of(int64_t id, int shift) {
 
 int64_t relabel(int64_t nd, const int64_t *dst, int64_t ns, const int64_t *src, int64_t cap, uint64_t epoch,
                 int64_t *table, int64_t *out_nodes, int64_t *out_src, const int64_t *rows, const int64_t *eids,
-                int64_t *counts, int64_t *out_rows, int64_t *out_eids) {
+                int64_t *counts, int64_t *out_rows, int64_t *out_eids, const int64_t *extra, int64_t *out_extra) {
     uint64_t mask = (uint64_t)cap - 1, stamp = epoch << 40;
     int shift = 64;
     for (int64_t c = cap; c > 1; c >>= 1) shift--;
@@ -264,6 +270,7 @@ int64_t relabel(int64_t nd, const int64_t *dst, int64_t ns, const int64_t *src, 
             out_src[at] = src[e]; /* the source's id for now: numbered in place below */
             out_rows[at] = rows[e];
             out_eids[at] = eids[e];
+            if (extra) out_extra[at] = extra[e];
         }
         src = out_src;
     }

@@ -12,7 +12,7 @@ import torch
 
 from ..arrays import offsets
 from ..errors import InputError, PartitionError
-from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, as_id_tensor, resolve_etype
+from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, as_id_tensor, per_type, resolve_etype
 from .layout import PartitionConfig, etype_key
 
 HOMOGENEOUS = None  # a `type` argument meaning "ids are homogeneous ids, not per-type ids"
@@ -38,6 +38,7 @@ class TypedRanges:
         typed_block_starts = np.stack([offsets(sizes[:, i])[:-1] for i in range(nt)], axis=1)
         self.block_typed_starts = torch.from_numpy(typed_block_starts.reshape(-1).copy())
         self.block_type = torch.arange(self.num_parts * nt) % nt
+        self.block_shift = self.block_starts - self.block_typed_starts  # homogeneous id - per-type id, per block
 
     def count(self, t: str | None) -> int:
         return int(self.part_offsets[-1]) if t is HOMOGENEOUS else int(self.typed_offsets[t][-1])
@@ -71,9 +72,7 @@ class TypedRanges:
 
     def to_per_type(self, ids) -> tuple[torch.Tensor, torch.Tensor]:
         """Homogeneous ids -> (type index, per-type id)."""
-        ids = self._checked(ids, HOMOGENEOUS)
-        block = torch.searchsorted(self.block_starts, ids, right=True) - 1
-        return self.block_type[block], ids - self.block_starts[block] + self.block_typed_starts[block]
+        return per_type(self._checked(ids, HOMOGENEOUS), self.block_starts, self.block_type, self.block_shift)
 
     def to_homo(self, ids, t: str) -> torch.Tensor:
         """Per-type ids of type t -> homogeneous ids."""
@@ -92,8 +91,8 @@ class RangePartitionBook:
         self.canonical_etypes = cfg.canonical_etypes
         self.partid = partid
         source = str(cfg.path)
-        self._nodes = TypedRanges("node", self.ntypes, cfg.raw["node_map"], source)
-        self._edges = TypedRanges("edge", [etype_key(c) for c in self.canonical_etypes], cfg.raw["edge_map"], source)
+        self._nodes = TypedRanges("node", self.ntypes, cfg.node_map, source)
+        self._edges = TypedRanges("edge", [etype_key(c) for c in self.canonical_etypes], cfg.edge_map, source)
         self._metadata = [
             {"machine_id": p, "num_nodes": int(self._nodes.part_offsets[p + 1] - self._nodes.part_offsets[p]),
              "num_edges": int(self._edges.part_offsets[p + 1] - self._edges.part_offsets[p])}

@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ def etype_key(c: tuple[str, str, str]) -> str:
     return ":".join(c)
 
 
-def part_files(p: int, node_data: dict, edge_data: dict) -> dict[str, Any]:
+def part_files(p: int, node_data: dict, edge_data: dict, typed: bool = False) -> dict[str, Any]:
     """Relative paths of partition p's arrays."""
     d = f"part{p}"
     return {
@@ -48,8 +49,58 @@ def part_files(p: int, node_data: dict, edge_data: dict) -> dict[str, Any]:
         "indices": f"{d}/indices.npy",  # local source id per in-edge
         "eids": f"{d}/eids.npy",  # global edge id per in-edge; null when they are the partition's edge range
         "out_degree": f"{d}/out_degree.npy",  # out-degree of each owned node (needs the whole graph)
+        # several edge types: a node's in-edges are one run per type, starting at typed_indptr[node * T + type]
+        "typed_indptr": f"{d}/typed_indptr.npy" if typed else None,
         "node_data": {t: {k: f"{d}/node.{t}.{k}.npy" for k in names} for t, names in node_data.items()},
         "edge_data": {e: {k: f"{d}/edge.{e}.{k}.npy" for k in names} for e, names in edge_data.items()},
+    }
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """One node or edge data array: its dtype and the shape of a row."""
+
+    dtype: str
+    shape: tuple[int, ...]
+
+    def json(self) -> dict:
+        return {"dtype": self.dtype, "shape": list(self.shape)}
+
+
+@dataclass(frozen=True)
+class PartMeta:
+    """One partition as the config lists it: its counts and its files (`part_files`)."""
+
+    part_id: int
+    num_inner_nodes: int
+    num_local_nodes: int
+    num_inner_edges: int
+    num_local_edges: int
+    files: dict
+
+    def file(self, name: str) -> str | None:
+        return self.files.get(name)
+
+    def json(self) -> dict:
+        return {"part_id": self.part_id, "num_inner_nodes": self.num_inner_nodes,
+                "num_local_nodes": self.num_local_nodes, "num_inner_edges": self.num_inner_edges,
+                "num_local_edges": self.num_local_edges, **self.files}
+
+
+COUNTS = ("num_inner_nodes", "num_local_nodes", "num_inner_edges", "num_local_edges")
+
+
+def config_json(graph_name: str, num_nodes: int, num_edges: int, part_method: str, halo_hops: int,
+                ntypes: list[str], canonical_etypes: list, node_map: dict, edge_map: dict, node_data: dict,
+                edge_data: dict, mapping: dict, partitions: list[PartMeta]) -> dict:
+    """The `<graph>.json` of a partitioning (what `PartitionConfig` reads back)."""
+    return {
+        "format_version": FORMAT_VERSION, "graph_name": graph_name, "num_nodes": num_nodes, "num_edges": num_edges,
+        "part_method": part_method, "num_parts": len(partitions), "halo_hops": halo_hops, "ntypes": ntypes,
+        "etypes": [list(c) for c in canonical_etypes], "node_map": node_map, "edge_map": edge_map,
+        "node_data": {t: {k: spec.json() for k, spec in d.items()} for t, d in node_data.items()},
+        "edge_data": {e: {k: spec.json() for k, spec in d.items()} for e, d in edge_data.items()},
+        "mapping": mapping, "partitions": [p.json() for p in partitions],
     }
 
 
@@ -135,10 +186,43 @@ class PartitionConfig:
         key = {k: self.raw.get(k) for k in ("graph_name", "num_parts", "node_map", "edge_map")}
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
-    def part(self, p: int) -> dict:
+    def part(self, p: int) -> PartMeta:
         if not 0 <= p < self.num_parts:
             raise PartitionError(f"partition id {p} is out of range: {self.path} has {self.num_parts} partitions")
-        return self.raw["partitions"][p]
+        raw = self.raw["partitions"][p]
+        try:
+            counts = {k: int(raw[k]) for k in COUNTS}
+        except (KeyError, TypeError, ValueError):
+            raise PartitionError(f"{self.path}: partition {p} lacks its node/edge counts; re-partition") from None
+        files = {k: v for k, v in raw.items() if k not in COUNTS and k != "part_id"}
+        return PartMeta(p, files=files, **counts)
+
+    @cached_property
+    def node_map(self) -> dict[str, list[tuple[int, int]]]:
+        """Per node type, the [start, end) of its per-type ids each partition owns."""
+        return {t: [tuple(r) for r in ranges] for t, ranges in self.raw["node_map"].items()}
+
+    @cached_property
+    def edge_map(self) -> dict[str, list[tuple[int, int]]]:
+        """Per edge type ('src:rel:dst'), the [start, end) of its per-type ids each partition owns."""
+        return {e: [tuple(r) for r in ranges] for e, ranges in self.raw["edge_map"].items()}
+
+    @cached_property
+    def node_data(self) -> dict[str, dict[str, DataSpec]]:
+        return _specs(self.raw.get("node_data", {}), self.path)
+
+    @cached_property
+    def edge_data(self) -> dict[str, dict[str, DataSpec]]:
+        """Per edge type ('src:rel:dst') with data, name -> spec."""
+        return _specs(self.raw.get("edge_data", {}), self.path)
+
+    @property
+    def halo_hops(self) -> int:
+        return int(self.raw.get("halo_hops", 1))
+
+    def mapping_file(self, kind: str, key: str) -> str | None:
+        """The file of original ids of node type (kind "node") or edge type ('src:rel:dst') `key`."""
+        return self.raw.get("mapping", {}).get(kind, {}).get(key)
 
     def files(self) -> list[Path]:
         """Every file this config lists: each partition's arrays, the id maps and the
@@ -168,7 +252,8 @@ class PartitionConfig:
 
     def part_files(self, p: int) -> list[Path]:
         """Every file partition `p` needs: its arrays and the config-wide id maps."""
-        return PartitionConfig(self.path, {**self.raw, "partitions": [self.part(p)]}).files()
+        return PartitionConfig(self.path, {**self.raw, "partitions": [self.raw["partitions"][self.part(p).part_id]]}
+                               ).files()
 
     def check_files(self, p: int) -> None:
         """Cheap check (no numpy) that partition `p`'s files are all there and none is truncated,
@@ -198,6 +283,14 @@ class PartitionConfig:
         if dtype is not None and a.dtype != np.dtype(dtype):
             raise PartitionError(f"partition file {f} has dtype {a.dtype} but {self.path} says {dtype}")
         return a
+
+
+def _specs(raw: dict, path: Path) -> dict[str, dict[str, DataSpec]]:
+    try:
+        return {t: {k: DataSpec(str(v["dtype"]), tuple(int(x) for x in v["shape"])) for k, v in d.items()}
+                for t, d in raw.items()}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise PartitionError(f"{path}: a node_data/edge_data entry lacks its dtype or shape; re-partition") from None
 
 
 _NPY_MAGIC = b"\x93NUMPY"

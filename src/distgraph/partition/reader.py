@@ -11,7 +11,8 @@ import torch
 
 from ..errors import PartitionError
 from .book import RangePartitionBook
-from .layout import PartitionConfig
+from ..graph import typed_indptr
+from .layout import PartMeta, PartitionConfig
 
 
 @dataclass
@@ -75,6 +76,16 @@ class Partition:
         return int(self.indices.numel())
 
     @cached_property
+    def typed_indptr(self) -> torch.Tensor | None:
+        """With several edge types, the CSC's indptr over (local node, edge type) pairs (a node's
+        in-edges are one run per type); from its file, or computed for partitions written
+        without it. None with one edge type."""
+        if len(self.canonical_etypes) == 1:
+            return None
+        kinds, _ = self.book.map_to_per_etype(self.eids)
+        return typed_indptr(self.indptr, kinds, len(self.canonical_etypes))
+
+    @cached_property
     def owned_nid_start(self) -> int | None:
         """The owned nodes' global ids (`global_nid[:num_inner_nodes]`, the writer's layout) are
         a range from this, or None; lets sampling add instead of gather for all but halo nodes."""
@@ -97,14 +108,13 @@ def _tensor(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(a)
 
 
-def _edge_ids(cfg: PartitionConfig, meta: dict, part_id: int, n_edges: int, elo: int, ehi: int,
-              mmap: bool) -> np.ndarray:
+def _edge_ids(cfg: PartitionConfig, meta: PartMeta, n_edges: int, elo: int, ehi: int, mmap: bool) -> np.ndarray:
     """Global id of each stored in-edge: its file, or, when the config lists none, the
     partition's own edge range in order (what the writer leaves out)."""
-    if meta.get("eids") is not None:
-        return cfg.load_array(meta["eids"], rows=n_edges, dtype="int64", mmap=mmap)
+    if meta.file("eids") is not None:
+        return cfg.load_array(meta.file("eids"), rows=n_edges, dtype="int64", mmap=mmap)
     if n_edges != ehi - elo:
-        raise PartitionError(f"{cfg.path}: partition {part_id} stores {n_edges} edges but lists no eids file, "
+        raise PartitionError(f"{cfg.path}: partition {meta.part_id} stores {n_edges} edges but lists no eids file, "
                              f"which only fits its own {ehi - elo} edges; re-partition")
     return np.arange(elo, ehi, dtype=np.int64)
 
@@ -114,11 +124,8 @@ def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> 
     cfg = PartitionConfig.load(part_config)
     meta = cfg.part(part_id)
     book = RangePartitionBook(cfg, part_id)
-    try:
-        n_local, n_edges = int(meta["num_local_nodes"]), int(meta["num_local_edges"])
-        n_inner, n_inner_edges = int(meta["num_inner_nodes"]), int(meta["num_inner_edges"])
-    except (KeyError, TypeError, ValueError):
-        raise PartitionError(f"{cfg.path}: partition {part_id} lacks its node/edge counts; re-partition") from None
+    n_local, n_edges = meta.num_local_nodes, meta.num_local_edges
+    n_inner, n_inner_edges = meta.num_inner_nodes, meta.num_inner_edges
     lo, hi = book.node_range(part_id, None)
     elo, ehi = book.edge_range(part_id, None)
     if (hi - lo, ehi - elo) != (n_inner, n_inner_edges):
@@ -126,26 +133,30 @@ def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> 
                              f"but node_map/edge_map give it {hi - lo} / {ehi - elo}")
     load = cfg.load_array
     arrays = {
-        "global_nid": load(meta["global_nid"], rows=n_local, dtype="int64", mmap=mmap),
-        "indptr": load(meta["indptr"], rows=n_local + 1, dtype="int64", mmap=mmap),
-        "indices": load(meta["indices"], rows=n_edges, dtype="int64", mmap=mmap),
-        "eids": _edge_ids(cfg, meta, part_id, n_edges, elo, ehi, mmap),
-        "out_degree": load(meta["out_degree"], rows=n_inner, dtype="int64", mmap=mmap),
+        "global_nid": load(meta.file("global_nid"), rows=n_local, dtype="int64", mmap=mmap),
+        "indptr": load(meta.file("indptr"), rows=n_local + 1, dtype="int64", mmap=mmap),
+        "indices": load(meta.file("indices"), rows=n_edges, dtype="int64", mmap=mmap),
+        "eids": _edge_ids(cfg, meta, n_edges, elo, ehi, mmap),
+        "out_degree": load(meta.file("out_degree"), rows=n_inner, dtype="int64", mmap=mmap),
     }
     if int(arrays["indptr"][-1]) != n_edges:
-        raise PartitionError(f"{cfg.dir / meta['indptr']} ends at {int(arrays['indptr'][-1])} but the partition "
-                             f"has {n_edges} edges; re-partition")
+        raise PartitionError(f"{cfg.dir / meta.file('indptr')} ends at {int(arrays['indptr'][-1])} but the "
+                             f"partition has {n_edges} edges; re-partition")
+    typed = None
+    if meta.file("typed_indptr") is not None:
+        typed = _tensor(load(meta.file("typed_indptr"), rows=n_local * len(book.canonical_etypes) + 1,
+                             dtype="int64", mmap=mmap))
     node_data: dict[str, dict[str, torch.Tensor]] = {}
-    for t, files in meta["node_data"].items():
+    for t, files in meta.file("node_data").items():
         rows = book.node_range(part_id, t)[1] - book.node_range(part_id, t)[0]
-        spec = cfg.raw["node_data"][t]
-        node_data[t] = {k: _tensor(load(f, rows=rows, dtype=spec[k]["dtype"], mmap=mmap)) for k, f in files.items()}
+        node_data[t] = {k: _tensor(load(f, rows=rows, dtype=cfg.node_data[t][k].dtype, mmap=mmap))
+                        for k, f in files.items()}
     edge_data: dict[str, dict[str, torch.Tensor]] = {}
-    for key, files in meta["edge_data"].items():
+    for key, files in meta.file("edge_data").items():
         rows = book.edge_range(part_id, key)[1] - book.edge_range(part_id, key)[0]
-        spec = cfg.raw["edge_data"][key]
-        edge_data[key] = {k: _tensor(load(f, rows=rows, dtype=spec[k]["dtype"], mmap=mmap)) for k, f in files.items()}
-    return Partition(
+        edge_data[key] = {k: _tensor(load(f, rows=rows, dtype=cfg.edge_data[key][k].dtype, mmap=mmap))
+                          for k, f in files.items()}
+    part = Partition(
         part_id=part_id,
         graph_name=cfg.graph_name,
         book=book,
@@ -159,6 +170,9 @@ def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> 
         node_data=node_data,
         edge_data=edge_data,
     )
+    if typed is not None:
+        part.__dict__["typed_indptr"] = typed  # the cached property's value, from the file
+    return part
 
 
 def load_partition_book(part_config: str | Path, part_id: int = 0) -> RangePartitionBook:

@@ -14,7 +14,6 @@ cumulative weights.
 from __future__ import annotations
 
 import ctypes
-import weakref
 from dataclasses import dataclass
 
 import torch
@@ -72,8 +71,8 @@ class Csc:
     With local id l = indices[slot], an edge's source is l + nid_add when l < map_from (a
     partition's owned nodes, whose ids are a range) and nid_map[l] otherwise (its halo nodes;
     never when nid_map is None); its id is eid_map[slot] (slot + eid_add when eid_map is None).
-    Without `indices`, the "source" is the slot itself. With `etype_bounds`, a row's in-edges
-    are runs of one edge type each (their ids ascend), which typed sampling draws from apart."""
+    Without `indices`, the "source" is the slot itself. With `typed_indptr`, a row's in-edges
+    are runs of one edge type each, which typed sampling draws from apart."""
 
     indptr: torch.Tensor
     indices: torch.Tensor | None = None
@@ -83,11 +82,8 @@ class Csc:
     eid_map: torch.Tensor | None = None
     eid_add: int = 0
     row_add: int = 0
-    etype_bounds: torch.Tensor | None = None  # typed: edge type e's ids are [b[e], b[e+1]), ascending in a row
-
-    @property
-    def num_etypes(self) -> int:
-        return 1 if self.etype_bounds is None else self.etype_bounds.numel() - 1
+    typed_indptr: torch.Tensor | None = None  # row r's edges of type e: slots [tp[r*T + e], tp[r*T + e + 1])
+    num_etypes: int = 1
 
     def edge_ids(self, slots: torch.Tensor) -> torch.Tensor:
         return self.eid_map.index_select(0, slots) if self.eid_map is not None else slots + self.eid_add
@@ -119,12 +115,13 @@ class Csc:
             nslots = min(nslots, self.eid_map.numel())
         nlocal = self.nid_map.numel() if self.nid_map is not None else 0
         map_from = self.map_from if self.nid_map is not None else (1 << 63) - 1
-        bounds = self.etype_bounds
-        if bounds is not None and (bounds.dtype != torch.int64 or not bounds.is_contiguous()):
+        tp = self.typed_indptr
+        if tp is not None and (tp.dtype != torch.int64 or not tp.is_contiguous()
+                               or tp.numel() != (self.indptr.numel() - 1) * self.num_etypes + 1):
             return None
         return CscStruct(ptr(self.indptr), self.indptr.numel() - 1, nslots, ptr(self.indices), ptr(self.nid_map),
                          nlocal, self.nid_add, map_from, ptr(self.eid_map), self.eid_add, self.row_add, key,
-                         ptr(bounds), self.num_etypes)
+                         ptr(tp), self.num_etypes)
 
 
 Fanout = "int | torch.Tensor"  # one fanout for every edge type, or one per edge type (-1: all)
@@ -132,60 +129,42 @@ Fanout = "int | torch.Tensor"  # one fanout for every edge type, or one per edge
 
 def sample_csc_ids(csc: Csc, seeds: torch.Tensor, fanout, replace: bool = False,
                    prob: torch.Tensor | None = None, generator: torch.Generator | None = None
-                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                   ) -> tuple[torch.Tensor, ...]:
     """`sample_csc` on `csc` (seeds are ids: row + row_add), returning (seed position, source
     id, edge id) per sampled edge; with `fanout` a tensor of one fanout per edge type of a
-    typed CSC, each of a seed's runs of one type is sampled apart. In one pass of C for
-    uniform sampling without replacement, else through torch (typed: a type at a time)."""
+    typed CSC, each of a seed's runs of one type is sampled apart, and each edge's type comes
+    fourth. In one pass of C for uniform sampling without replacement, else through torch
+    (typed: a type at a time)."""
     seeds = seeds.to(torch.int64)
     typed = isinstance(fanout, torch.Tensor)
     if not replace and prob is None:
-        native = sample_uniform_native([csc], seeds, None, fanout, [generator])
+        native = sample_uniform_native([csc], seeds, None, fanout, [generator], with_etypes=typed)
         if native is not None:
             return native
     if not typed:
         seg, slots = sample_csc(csc.indptr, seeds - csc.row_add, fanout, replace, prob, generator)
         return (seg, *csc.ids(slots))
-    indptr, types = typed_indptr(csc), csc.num_etypes
+    indptr, types = csc.typed_indptr, csc.num_etypes
     parts = []
     for e, k in enumerate(fanout.tolist()):
         if k != 0:
             seg, slots = sample_csc(indptr, (seeds - csc.row_add) * types + e, k, replace, prob, generator)
-            parts.append((seg, *csc.ids(slots)))
+            parts.append((seg, *csc.ids(slots), torch.full_like(seg, e)))
     if not parts:
         empty = seeds.new_empty(0)
-        return empty, empty, empty
+        return empty, empty, empty, empty
     return tuple(torch.cat(col) for col in zip(*parts))
 
 
-_TYPED_INDPTR: dict[int, torch.Tensor] = {}  # id(indptr) -> its typed indptr, dropped with the indptr
-
-
-def typed_indptr(csc: Csc) -> torch.Tensor:
-    """An indptr over (row, edge type) pairs, row * num_etypes + type, for the torch path of
-    typed sampling: computed once per CSC (kept while its indptr lives)."""
-    found = _TYPED_INDPTR.get(id(csc.indptr))
-    if found is None:
-        types = csc.num_etypes
-        slots = torch.arange(int(csc.indptr[-1]))
-        rows = torch.repeat_interleave(torch.arange(csc.indptr.numel() - 1), csc.indptr.diff())
-        etype = torch.searchsorted(csc.etype_bounds, csc.edge_ids(slots), right=True) - 1
-        counts = torch.bincount(rows * types + etype.clamp(0, types - 1), minlength=(csc.indptr.numel() - 1) * types)
-        found = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
-        _TYPED_INDPTR[id(csc.indptr)] = found
-        weakref.finalize(csc.indptr, _TYPED_INDPTR.pop, id(csc.indptr), None)
-    return found
-
-
 def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: torch.Tensor | None, fanout,
-                          generators: list[torch.Generator | None], with_eids: bool = True
+                          generators: list[torch.Generator | None], with_eids: bool = True, with_etypes: bool = False
                           ) -> tuple[torch.Tensor, ...] | None:
     """Uniform sampling without replacement in one pass of C (`native/sampling.c`) over seeds
     of several CSCs: seed i on `cscs[owner[i]]` (on cscs[0] when owner is None; skipped when
     that is None), edges grouped by seed in seed order, then by edge type. `fanout` is an int
     (-1: all), or a tensor of one per edge type (typed CSCs: each type's run of a seed drawn
     apart). Each CSC's seeds draw from one key taken from its generator, as a lone call on
-    that CSC would. Returns (seed position, source id[, edge id]) per edge; None
+    that CSC would. Returns (seed position, source id[, edge id][, edge type]) per edge; None
     when the kernels are not built, a fanout is beyond them or an array does not suit them
     (the torch path runs)."""
     lib = kernels()
@@ -209,7 +188,7 @@ def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: to
         owner = owner.to(torch.int64).contiguous()
         owner_ptr = owner.data_ptr()
     args = (len(cscs), ctypes.addressof(table), seeds.numel(), seeds.data_ptr(), owner_ptr, k, ks_ptr, nks)
-    total = lib.sample_count(*args)
+    total = lib.sample_count(*args)  # exact untyped; a bound with per-type fanouts
     if total == -1:
         return None  # a fanout beyond the kernel's draws: the torch path takes it
     if total == -3:
@@ -220,15 +199,16 @@ def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: to
         raise ValueError("a typed CSC has more edge types than fanouts were given")
     if total < 0:
         raise MemoryError("sample_count could not allocate its work space")
-    out = [torch.empty(total, dtype=torch.int64) for _ in range(2 + with_eids)]
+    out = [torch.empty(total, dtype=torch.int64) for _ in range(2 + with_eids + with_etypes)]
     counters = torch.zeros(len(cscs), dtype=torch.int64)
     got = lib.sample_uniform(*args, counters.data_ptr(), out[0].data_ptr(), out[1].data_ptr(),
-                             out[2].data_ptr() if with_eids else None)
+                             out[2].data_ptr() if with_eids else None, out[-1].data_ptr() if with_etypes else None)
     if got == -2:
-        raise IndexError("the CSC's indices point outside its id map (a corrupt partition?)")
-    if got != total:
-        raise RuntimeError(f"sample_uniform wrote {got} edges, expected {total}")
-    return tuple(out)
+        raise IndexError("the CSC's indices point outside its id map, or its typed runs outside their rows "
+                         "(a corrupt partition?)")
+    if not 0 <= got <= total:
+        raise RuntimeError(f"sample_uniform wrote {got} edges into room for {total}")
+    return tuple(a[:got] if got < total else a for a in out)
 
 
 def _without_replacement(start, deg, fanout, prob, generator):

@@ -21,10 +21,12 @@ class SampledEdges:
     `seeds[seed_pos]`, gathered only if asked for (a block never asks)."""
 
     def __init__(self, src: torch.Tensor, dst: torch.Tensor | None, eids: torch.Tensor,
-                 seed_pos: torch.Tensor | None = None, seeds: torch.Tensor | None = None):
+                 seed_pos: torch.Tensor | None = None, seeds: torch.Tensor | None = None,
+                 etype: torch.Tensor | None = None):
         if dst is None and (seeds is None or seed_pos is None):
             raise ValueError("SampledEdges needs dst, or the seeds and each edge's seed position")
         self.src, self.eids, self.seed_pos, self._dst, self._seeds = src, eids, seed_pos, dst, seeds
+        self.etype = etype  # typed sampling: each edge's type id (in the graph's edge-type order)
         self.graph_num_nodes: int | None = None  # set by sample_neighbors: the frontier holds all nodes
         self.types = None  # set by sample_neighbors on a heterogeneous graph: its id map (per-type views)
 
@@ -92,15 +94,17 @@ class SampledEdges:
             return parts[0]
         pos = None if any(p.seed_pos is None for p in parts) else torch.cat([p.seed_pos for p in parts])
         src, eids = (torch.cat([getattr(p, k) for p in parts]) for k in ("src", "eids"))
+        etype = None if any(p.etype is None for p in parts) else torch.cat([p.etype for p in parts])
         seeds = parts[0]._seeds
         if pos is not None and seeds is not None and all(p._seeds is seeds and p._dst is None for p in parts):
-            return SampledEdges(src, None, eids, pos, seeds)
-        return SampledEdges(src, torch.cat([p.dst for p in parts]), eids, pos)
+            return SampledEdges(src, None, eids, pos, seeds, etype)
+        return SampledEdges(src, torch.cat([p.dst for p in parts]), eids, pos, None, etype)
 
     def select(self, keep: torch.Tensor) -> "SampledEdges":
         """The edges where `keep` is true."""
         out = SampledEdges(self.src[keep], self.dst[keep], self.eids[keep],
-                           None if self.seed_pos is None else self.seed_pos[keep])
+                           None if self.seed_pos is None else self.seed_pos[keep], None,
+                           None if self.etype is None else self.etype[keep])
         out.graph_num_nodes, out.types = self.graph_num_nodes, self.types
         return out
 
@@ -116,25 +120,23 @@ def sample_graph(g: Graph, seeds, fanout, edge_dir: str = "in", replace: bool = 
         raise InputError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
     indptr, other, eids = g.csc() if edge_dir == "in" else g.csr()
     slot_prob = prob[eids] if prob is not None else None
-    bounds = None if g.is_homogeneous else g.etype_offsets  # a row's edges ascend by id: one run per type
-    seg, other_ids, edge_ids = sample_csc_ids(Csc(indptr, other, eid_map=eids, etype_bounds=bounds), seeds, fanout,
-                                              replace, slot_prob, generator)
+    typed = {} if g.is_homogeneous else {"typed_indptr": g.typed_indptr(edge_dir),
+                                         "num_etypes": len(g.canonical_etypes)}
+    seg, other_ids, edge_ids, *etype = sample_csc_ids(Csc(indptr, other, eid_map=eids, **typed), seeds, fanout,
+                                                      replace, slot_prob, generator)
+    etype = etype[0] if etype else None
     if edge_dir == "in":
-        return SampledEdges(other_ids, None, edge_ids, seg, seeds)
-    return SampledEdges(seeds.index_select(0, seg), other_ids, edge_ids, seg)
+        return SampledEdges(other_ids, None, edge_ids, seg, seeds, etype)
+    return SampledEdges(seeds.index_select(0, seg), other_ids, edge_ids, seg, None, etype)
 
 
 def partition_csc(part: Partition) -> Csc:
     """A partition's CSC for the kernels: seeds are its global ids, owned sources get their
     ids by an add, halo sources through `global_nid`, edges by an add when they are a range."""
     owned, book, p = part.owned_nid_start, part.book, part.part_id
-    bounds = None  # with several edge types, a node's in-edges are one run per type (ids ascending)
-    if len(book.canonical_etypes) > 1:  # the partition's edge ids are its types' ranges, in type order
-        counts = torch.tensor([0] + [hi - lo for lo, hi in (book.edge_range(p, c) for c in book.canonical_etypes)])
-        bounds = book.edge_range(p, None)[0] + torch.cumsum(counts, 0)
     return Csc(part.indptr, part.indices, part.global_nid, owned or 0, part.num_inner_nodes if owned is not None else 0,
                None if part.eid_start is not None else part.eids, part.eid_start or 0,
-               book.node_range(p, None)[0], bounds)
+               book.node_range(p, None)[0], part.typed_indptr, len(book.canonical_etypes))
 
 
 def sample_partition(part: Partition, seeds, fanout, replace: bool = False,
@@ -151,8 +153,8 @@ def sample_partition(part: Partition, seeds, fanout, replace: bool = False,
     if prob is not None:
         elo, _ = part.book.edge_range(part.part_id, None)
         slot_prob = prob[part.eids - elo]
-    seg, src, eids = sample_csc_ids(partition_csc(part), seeds, fanout, replace, slot_prob, generator)
-    return SampledEdges(src, None, eids, seg, seeds)
+    seg, src, eids, *etype = sample_csc_ids(partition_csc(part), seeds, fanout, replace, slot_prob, generator)
+    return SampledEdges(src, None, eids, seg, seeds, etype[0] if etype else None)
 
 
 def sample_partitions(jobs: dict[int, tuple[Partition, torch.Generator | None, torch.Tensor | None]],
@@ -163,19 +165,20 @@ def sample_partitions(jobs: dict[int, tuple[Partition, torch.Generator | None, t
     draws without replacement run in one pass of C in seed order (edges grouped by seed, as a
     block wants them); the rest partition by partition."""
     if not jobs:
-        return SampledEdges(seeds.new_empty(0), None, seeds.new_empty(0), seeds.new_empty(0), seeds)
+        empty = seeds.new_empty(0)
+        return SampledEdges(empty, None, empty, empty, seeds, empty if isinstance(fanout, torch.Tensor) else None)
     if not replace and all(w is None for _, _, w in jobs.values()):
         n = max(jobs) + 1
         cscs, gens = [None] * n, [None] * n
         for m, (part, gen, _) in jobs.items():
             cscs[m], gens[m] = partition_csc(part), gen
-        native = sample_uniform_native(cscs, seeds, owner, fanout, gens)
+        native = sample_uniform_native(cscs, seeds, owner, fanout, gens, with_etypes=isinstance(fanout, torch.Tensor))
         if native is not None:
-            seg, src, eids = native
-            return SampledEdges(src, None, eids, seg, seeds)
+            seg, src, eids, *etype = native
+            return SampledEdges(src, None, eids, seg, seeds, etype[0] if etype else None)
     parts = []
     for m, (part, gen, weights) in jobs.items():
         pos = torch.nonzero(owner == m).flatten()
         e = sample_partition(part, seeds.index_select(0, pos), fanout, replace, weights, gen)
-        parts.append(SampledEdges(e.src, None, e.eids, pos.index_select(0, e.seed_pos), seeds))
+        parts.append(SampledEdges(e.src, None, e.eids, pos.index_select(0, e.seed_pos), seeds, e.etype))
     return SampledEdges.cat(parts)

@@ -54,6 +54,7 @@ def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list
             raise WireError(f"seed must be in [0, {MAX_SEED}), got {seed}")
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
         e = sample_partition(part, seeds, fanout, replace, edge_weights(store, part, prob), generator)
-        return {}, [e.src, e.eids, e.seed_pos]  # each edge's destination is its seed, which the asker has
+        typed = [] if e.etype is None else [e.etype]
+        return {}, [e.src, e.eids, e.seed_pos, *typed]  # each edge's destination is its seed, which the asker has
 
     return {"sample": sample}
