@@ -16,6 +16,8 @@ example has it) at ogbn-mag's proportions, scaled to this machine (`--papers`, d
    second epoch's time.
 4. Input rows owned by the other machine over one epoch of the typed loader on 2 machines,
    METIS (balancing training nodes and edges) against random (target: METIS <= 0.5x random).
+5. The floor under 4.: the same share, sampled in one process, for the generator's own
+   2-way community split, against METIS's.
 
     OMP_NUM_THREADS=1 python benchmarks/hetero.py [--papers 200000] [--rounds 2] \\
         [--peer_python ~/.cache/distgraph-peers/dgl/venv/bin/python]
@@ -137,13 +139,14 @@ def worker(args: argparse.Namespace) -> None:
     machine = dg.distributed.get_context().machine_id
     train = dg.distributed.node_split(g.nodes["paper"].data["train_mask"], ntype="paper")
     sampler = dg.dataloading.NeighborSampler([args.fanout, args.fanout])
-    remote = total = 0
+    remote = dict.fromkeys(g.ntypes, 0)
+    total = dict.fromkeys(g.ntypes, 0)
     for input_nodes, _, _ in dg.dataloading.DistNodeDataLoader(g, {"paper": train}, sampler,
                                                                 batch_size=args.batch_size):
         for t, ids in input_nodes.items():
-            remote += int((book.nid2partid(ids, t) != machine).sum())
-            total += ids.numel()
-    print(f"RESULT remote={remote} total={total}", flush=True)
+            remote[t] += int((book.nid2partid(ids, t) != machine).sum())
+            total[t] += ids.numel()
+    print("RESULT " + " ".join(f"{t}={remote[t]}/{total[t]}" for t in g.ntypes), flush=True)
     g.barrier()
 
 
@@ -169,7 +172,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="alternating runs of each measurement")
     ap.add_argument("--peer_python", help="DGL 2.1.0's interpreter (../shared/peers/dgl/install.sh)")
     ap.add_argument("--peer_seconds", type=float, default=20.0)
-    ap.add_argument("--measure", nargs="+", default=["typed", "rgcn", "remote"], choices=["typed", "rgcn", "remote"])
+    ap.add_argument("--measure", nargs="+", default=["typed", "rgcn", "remote", "floor"],
+                    choices=["typed", "rgcn", "remote", "floor"])
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--dgl", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--npz", help=argparse.SUPPRESS)
@@ -198,16 +202,24 @@ def main() -> None:
             cats = dg.partition.split_categories(g)
             remote = {}
             for method in ("metis", "random"):
-                dg.partition_graph(g, "bench", 2, tmp / method, part_method=method, balance_ntypes=cats,
-                                   balance_edges=True)
+                stats = dg.partition_graph(g, "bench", 2, tmp / method, part_method=method, balance_ntypes=cats,
+                                           balance_edges=True)
+                report(f"{method}_edge_cut", f"{stats.edge_cut:.3f}")
                 out = launch(tmp / method / "bench.json", f"{sys.executable} {HERE} --worker --fanout {args.fanout} "
                                                           f"--batch_size {args.batch_size}", tmp)
-                rows = [dict(kv.split("=") for kv in m.group(1).split()) for m in re.finditer(r"RESULT (.*)", out)]
-                remote[method] = sum(int(r["remote"]) for r in rows) / sum(int(r["total"]) for r in rows)
-                report(f"{method}_remote_input_rows_share", f"{remote[method]:.3f}")
+                counts = {}  # node type -> [remote, total] over both trainers
+                for m in re.finditer(r"RESULT (.*)", out):
+                    for t, r, n in re.findall(r"(\S+)=(\d+)/(\d+)", m.group(1)):
+                        c = counts.setdefault(t, [0, 0])
+                        c[0], c[1] = c[0] + int(r), c[1] + int(n)
+                remote[method] = sum(r for r, _ in counts.values()) / sum(n for _, n in counts.values())
+                report(f"{method}_remote_input_rows_share", f"{remote[method]:.3f} (by type: " + ", ".join(
+                    f"{t} {r / n:.3f} of {n:,}" for t, (r, n) in counts.items() if n) + ")")
             ratio = remote["metis"] / remote["random"]
             report("metis_over_random_remote_rows", f"{ratio:.3f} (target <= {REMOTE_TARGET}: "
                                                     f"{'met' if ratio <= REMOTE_TARGET else 'missed'})")
+        if "floor" in args.measure:
+            community_floor(g, args)
         if "rgcn" in args.measure:
             config = tmp / "metis" / "bench.json"
             if not config.exists():
@@ -223,6 +235,45 @@ def main() -> None:
             last = epochs[-1]
             report("rgcn_2_machines_epoch_seconds", f"{float(last[2]):.2f} ({last[1]} steps of {args.batch_size} "
                                                     f"papers per trainer, 1 sampler process each; val acc {last[3]})")
+
+
+def community_floor(g, args: argparse.Namespace, batches: int = 15) -> None:
+    """Remote input rows of the generator's own 2-way community split (paper labels 0-7 against
+    8-15; other nodes join the side most of their paper neighbours are on) against METIS's, both
+    sampled in this process: how far below random any partition of this graph can go."""
+    import numpy as np
+    import torch
+    from common import report
+
+    import distgraph as dg
+    from distgraph.partition.assign import assign_parts
+
+    src, dst = g.src.numpy(), g.dst.numpy()
+    offset = {t: int(g.ntype_offsets[g.get_ntype_id(t)]) for t in g.ntypes}
+    label = g.nodes["paper"].data["label"].numpy()
+    side = np.full(g.num_nodes(), -1)
+    side[offset["paper"]:offset["paper"] + label.size] = label >= (int(label.max()) + 1) // 2
+    for _ in range(2):  # authors and fields from papers, then institutions from authors
+        known = side[src] >= 0
+        votes = np.zeros((g.num_nodes(), 2))
+        np.add.at(votes, (dst[known], side[src][known]), 1)
+        open_ = (side < 0) & (votes.sum(1) > 0)
+        side[open_] = votes[open_].argmax(1)
+    side[side < 0] = 0
+    metis = assign_parts(g, 2, "metis", dg.partition.split_categories(g), True, 0)
+    train = torch.nonzero(g.nodes["paper"].data["train_mask"]).flatten()
+    for name, parts in (("community", side), ("metis_in_process", metis)):
+        remote = total = 0
+        for p in (0, 1):
+            seeds = train[torch.from_numpy(parts[train.numpy() + offset["paper"]] == p)][:batches * args.batch_size]
+            loader = dg.dataloading.DataLoader(g, {"paper": seeds}, dg.dataloading.NeighborSampler([args.fanout] * 2),
+                                               batch_size=args.batch_size)
+            for input_nodes, _, _ in loader:
+                for t, ids in input_nodes.items():
+                    remote += int((parts[ids.numpy() + offset[t]] != p).sum())
+                    total += ids.numel()
+        report(f"{name}_edge_cut", f"{float(np.mean(parts[src] != parts[dst])):.3f}")
+        report(f"{name}_remote_input_rows_share", f"{remote / total:.3f} ({batches} batches per part)")
 
 
 def typed_vs_untyped(g, args: argparse.Namespace, tmp: Path) -> None:
