@@ -33,9 +33,14 @@ def loopback_ip_config(path: Path, machines: int, servers: int | None = None) ->
     return path
 
 
+def count_ids(ids) -> int:
+    """Number of ids in a tensor or in a heterogeneous loader's {type: tensor}."""
+    return sum(v.numel() for v in ids.values()) if isinstance(ids, dict) else ids.numel()
+
+
 def time_loader(loader, batches: int) -> tuple[int, int, int, float]:
     """(seeds, sampled edges, input nodes, seconds) of `batches` mini-batches of a node loader
-    after one warm-up batch, starting a new epoch whenever one ends."""
+    (homogeneous or typed) after one warm-up batch, starting a new epoch whenever one ends."""
     it = iter(loader)
     next(it)
     seeds = edges = nodes = 0
@@ -46,9 +51,9 @@ def time_loader(loader, batches: int) -> tuple[int, int, int, float]:
         except StopIteration:
             it = iter(loader)
             inputs, outputs, blocks = next(it)
-        seeds += outputs.numel()
+        seeds += count_ids(outputs)
         edges += sum(b.num_edges() for b in blocks)
-        nodes += inputs.numel()
+        nodes += count_ids(inputs)
     return seeds, edges, nodes, time.perf_counter() - start
 
 

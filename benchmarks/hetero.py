@@ -45,6 +45,7 @@ TYPED_TARGET, DGL_TARGET, REMOTE_TARGET = 0.8, 2.0, 0.5
 def typed_rate(part_config: Path, fanout: int, batch_size: int, batches: int, typed: bool) -> dict:
     """Edges/s and seeds/s of a 2-layer sampler on a standalone DistGraph (sampling only)."""
     import torch
+    from common import time_loader
 
     import distgraph as dg
 
@@ -59,19 +60,7 @@ def typed_rate(part_config: Path, fanout: int, batch_size: int, batches: int, ty
         sampler = dg.dataloading.NeighborSampler([fanout, fanout])
         loader = dg.dataloading.DistNodeDataLoader(g, nids, sampler, batch_size=batch_size, shuffle=True,
                                                    drop_last=True)
-        it = iter(loader)
-        next(it)
-        seeds = edges = 0
-        start = time.perf_counter()
-        for _ in range(batches):
-            try:
-                _, out, blocks = next(it)
-            except StopIteration:
-                it = iter(loader)
-                _, out, blocks = next(it)
-            seeds += sum(v.numel() for v in out.values()) if isinstance(out, dict) else out.numel()
-            edges += sum(b.num_edges() for b in blocks)
-        seconds = time.perf_counter() - start
+        seeds, edges, _, seconds = time_loader(loader, batches)
         return {"edges_per_s": edges / seconds, "seeds_per_s": seeds / seconds, "edges_per_batch": edges / batches}
     finally:
         dg.exit_client()

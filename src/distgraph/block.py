@@ -79,12 +79,27 @@ class _TypeSpace:
         self._frames, self._count = frames, count
 
     def __getitem__(self, ntype: str) -> "_TypeSpace._View":
-        if ntype not in self._frames:
-            raise InputError(f"unknown node type {ntype!r}; this block has {list(self._frames)}")
-        return self._View(self._frames[ntype])
+        return self._View(type_frame(self._frames, ntype, "block"))
 
     def __call__(self, ntype: str | None = None) -> torch.Tensor:
         return torch.arange(self._count(ntype))
+
+
+def type_frame(frames: dict, key, owner: str) -> dict:
+    """The data of type `key` in a block's or pair graph's per-type `frames`; one clear error
+    naming the types it has otherwise."""
+    if key not in frames:
+        raise InputError(f"unknown type {key!r}; this {owner} has {list(frames)}")
+    return frames[key]
+
+
+def edge_type_of(etype, edge_frames: dict, canonical_etypes: list, owner: str) -> tuple[str, str, str]:
+    """The canonical edge type `etype` names; None names the only one there is."""
+    if etype is None:
+        if len(edge_frames) != 1:
+            raise InputError(f"this {owner} has edge types {canonical_etypes}; pass etype=")
+        return next(iter(edge_frames))
+    return resolve_etype(etype, canonical_etypes)
 
 
 def edge_view(edge_index: torch.Tensor, form: str):
@@ -221,35 +236,24 @@ class Block:
     def num_src_nodes(self, ntype: str | None = None) -> int:
         if ntype is None:
             return int(self.src_nodes.numel())
-        return int(self._frame(self._src, ntype)[NID].numel())
+        return int(type_frame(self._src, ntype, "block")[NID].numel())
 
     def num_dst_nodes(self, ntype: str | None = None) -> int:
         if ntype is None:
             return int(self.dst_nodes.numel())
-        return int(self._frame(self._dst, ntype)[NID].numel())
+        return int(type_frame(self._dst, ntype, "block")[NID].numel())
 
     def num_edges(self, etype=None) -> int:
         if etype is None:
             return int(self.eids.numel())
-        return int(self._frame(self._edges, self._etype(etype))[EID].numel())
+        return int(type_frame(self._edges, self._etype(etype), "block")[EID].numel())
 
     number_of_src_nodes = num_src_nodes
     number_of_dst_nodes = num_dst_nodes
     number_of_edges = num_edges
 
-    @staticmethod
-    def _frame(frames: dict, key) -> dict:
-        if key not in frames:
-            raise InputError(f"unknown type {key!r}; this block has {list(frames)}")
-        return frames[key]
-
     def _etype(self, etype) -> tuple[str, str, str]:
-        """The canonical edge type `etype` names (the only one when None)."""
-        if etype is None:
-            if len(self._edges) != 1:
-                raise InputError(f"this block has edge types {self.canonical_etypes}; pass etype=")
-            return next(iter(self._edges))
-        return resolve_etype(etype, self.canonical_etypes)
+        return edge_type_of(etype, self._edges, self.canonical_etypes, "block")
 
     def edges(self, form: str = "uv", order: str = "eid", etype=None):
         """Local (source, destination) rows of every edge ('uv'), the edge positions ('eid'), or

@@ -15,9 +15,8 @@ from typing import Callable, Iterator
 
 import torch
 
-from ..block import DEFAULT_ETYPE, DEFAULT_NTYPE, EID, NID, TypedData, edge_view
+from ..block import DEFAULT_ETYPE, DEFAULT_NTYPE, EID, NID, TypedData, edge_type_of, edge_view, type_frame
 from ..errors import InputError
-from ..graph import resolve_etype
 
 
 @dataclass
@@ -81,7 +80,9 @@ class PairGraph:
         return list(self._e)
 
     def num_nodes(self, ntype=None) -> int:
-        return int(self.node_ids.numel()) if ntype is None else int(self._frame(self._n, ntype)[NID].numel())
+        if ntype is None:
+            return int(self.node_ids.numel())
+        return int(type_frame(self._n, ntype, "pair graph")[NID].numel())
 
     def num_edges(self, etype=None) -> int:
         if etype is None or self.types is None:
@@ -91,18 +92,8 @@ class PairGraph:
     number_of_nodes = num_nodes
     number_of_edges = num_edges
 
-    @staticmethod
-    def _frame(frames: dict, key) -> dict:
-        if key not in frames:
-            raise InputError(f"unknown type {key!r}; this pair graph has {list(frames)}")
-        return frames[key]
-
     def _etype(self, etype) -> tuple[str, str, str]:
-        if etype is None:
-            if len(self._e) != 1:
-                raise InputError(f"this pair graph has edge types {self.canonical_etypes}; pass etype=")
-            return next(iter(self._e))
-        return resolve_etype(etype, self.canonical_etypes)
+        return edge_type_of(etype, self._e, self.canonical_etypes, "pair graph")
 
     def _typed(self, c: tuple[str, str, str]) -> tuple[torch.Tensor, torch.Tensor]:
         """(per-type local (src, dst) indices, positions here) of the pairs of type `c`."""
@@ -136,7 +127,7 @@ class PairGraph:
             src = dst = self._n[DEFAULT_NTYPE]
         else:
             (u, v), _ = self._typed(c)
-            src, dst = self._frame(self._n, c[0]), self._frame(self._n, c[2])
+            src, dst = type_frame(self._n, c[0], "pair graph"), type_frame(self._n, c[2], "pair graph")
         self._e[c].update(func(_EdgeBatch(src, dst, self._e[c], u, v)))
 
     @contextmanager
