@@ -80,3 +80,46 @@ def test_subpackages_are_attributes_of_the_package():
     assert callable(distgraph.partition.split_categories) and callable(distgraph.sampling.sample_csc)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         distgraph.nope
+
+
+def _same_partitions(a, b) -> None:
+    """Every file of two partition folders byte for byte; the configs equal but for their timings."""
+    files = sorted(f.relative_to(a) for f in a.rglob("*") if f.is_file())
+    assert files == sorted(f.relative_to(b) for f in b.rglob("*") if f.is_file())
+    for f in files:
+        if f.suffix == ".json":
+            ca, cb = (json.loads((d / f).read_text()) for d in (a, b))
+            for stats in (ca.pop("stats"), cb.pop("stats")):
+                del stats["assign_seconds"], stats["total_seconds"]
+            assert ca == cb
+        else:
+            assert (a / f).read_bytes() == (b / f).read_bytes(), f
+
+
+@pytest.mark.parametrize("kind", ["sbm", "mag", "edgelist"])
+def test_partitioning_a_file_never_imports_torch_and_writes_what_partition_graph_writes(tmp_path, kind):
+    """`distgraph partition --input` keeps a file's graph in numpy arrays (an `ArrayGraph`), so
+    torch (a second or more to import) is never loaded, and writes the very files that
+    `partition_graph` writes for the `Graph` of the same file."""
+    from distgraph.data import add_reverse_edges, generate_mag, generate_sbm, load_graph, save_npz
+    from distgraph.partition import partition_graph, split_categories
+
+    flags = ["--num_parts", "2", "--balance_train", "--balance_edges"]
+    if kind == "sbm":  # one edge type and one hop: each part's edges are already its CSC
+        save_npz(generate_sbm(2000, 16000, feat_dim=8, seed=1), path := tmp_path / "g.npz")
+    elif kind == "mag":  # several edge types, two hops, trainer ids: the counting sort and the copied data
+        save_npz(generate_mag(300, 200, 10, 20, feat_dim=4, seed=2), path := tmp_path / "g.npz")
+        flags += ["--add_reverse_edges", "--num_hops", "2", "--num_trainers_per_machine", "2"]
+    else:  # string ids and weights
+        (path := tmp_path / "g.csv").write_text("".join(f"n{i},n{(i * 7 + 3) % 50},{i / 10}\n" for i in range(200)))
+    code = ("import sys; from distgraph.cli.main import main; code = main(sys.argv[1:]); "
+            "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(code)")
+    proc = subprocess.run([sys.executable, "-c", code, "partition", "--input", str(path), "--graph_name", "g",
+                           *flags, "--out", str(tmp_path / "cli")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    g = load_graph(path)  # a Graph of tensors
+    if kind == "mag":
+        g = add_reverse_edges(g)
+    partition_graph(g, "g", 2, tmp_path / "api", balance_ntypes=split_categories(g), balance_edges=True,
+                    num_hops=2 if kind == "mag" else 1, num_trainers_per_machine=2 if kind == "mag" else 1)
+    _same_partitions(tmp_path / "cli", tmp_path / "api")

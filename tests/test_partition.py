@@ -110,9 +110,10 @@ def test_edge_ids_file_only_when_they_are_not_the_partition_range(tmp_path, sbm)
 
 def _without_kernels(monkeypatch) -> None:
     """Every partitioning module as on an install without the C kernels (numpy paths)."""
+    from distgraph import arrays
     from distgraph.partition import in_edges, symmetric
 
-    for module in (in_edges, symmetric):
+    for module in (arrays, in_edges, symmetric):
         monkeypatch.setattr(module, "kernels", lambda: None)
 
 

@@ -21,7 +21,7 @@ _EXPORTS = {
                                         "NodePartitionPolicy", "PartitionPolicy", "barrier", "exit_client",
                                         "initialize", "load_checkpoint", "save_checkpoint", "shutdown_servers")},
     **{n: f".errors:{n}" for n in ("DistGraphError", "InputError", "PartitionError")},
-    "Graph": ".graph:Graph",
+    "ArrayGraph": ".array_graph:ArrayGraph", "Graph": ".graph:Graph",
     **{n: f".partition:{n}" for n in ("Partition", "PartitionStats", "RangePartitionBook", "load_partition",
                                       "load_partition_book", "partition_graph")},
     "sample_neighbors": ".sampling:sample_neighbors",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .native import kernels
+
 
 def unique_sorted(a: np.ndarray) -> np.ndarray:
     """Sorted distinct values of an integer array."""
@@ -68,6 +70,18 @@ def gather_in_place(values: np.ndarray, index: np.ndarray, step: int = 1 << 20) 
     return index
 
 
+def gather_rows(a: np.ndarray, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out[i] = a[rows[i]] for rows in range (out: len(rows) rows of a's shape and dtype); one
+    memcpy a row in C when built and `a` is C-contiguous, as fast as torch's index_select
+    (numpy's `take` takes 1.5-2x as long for 400-byte rows here). Returns `out`."""
+    lib = kernels()
+    if lib is None or not a.flags.c_contiguous or not out.flags.c_contiguous or a.size == 0:
+        return np.take(a, rows, axis=0, out=out)
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    lib.gather_rows(rows.size, rows.ctypes.data, a.ctypes.data, a[:1].nbytes, out.ctypes.data)
+    return out
+
+
 def inverse_permutation(perm: np.ndarray) -> np.ndarray:
     """`inv` such that inv[perm[i]] == i."""
     inv = np.empty_like(perm)
@@ -75,11 +89,23 @@ def inverse_permutation(perm: np.ndarray) -> np.ndarray:
     return inv
 
 
-def small_key_argsort(key: np.ndarray, num_keys: int) -> np.ndarray:
-    """Stable argsort of keys in [0, num_keys): one `flatnonzero` per key for up to 4 keys
-    (4M keys: 0.04 s for 2 keys against 0.08 s), radix sort when the keys fit in 16 bits."""
+def group_keys(key: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """(stable argsort of integer keys in [0, num_keys), where each key's run starts in it:
+    num_keys + 1 offsets). One counting sort in C when built (2M keys in 0.006 s, 4M keys of
+    2 values in 0.01 s); else one `flatnonzero` per key for up to 4 keys, radix sort when the
+    keys fit in 16 bits, numpy's stable sort otherwise (2M int32 keys: 0.23 s)."""
+    lib = kernels()
+    if lib is not None:
+        key = np.ascontiguousarray(key, dtype=np.int64)
+        order, starts = np.empty(key.size, dtype=np.int64), np.zeros(num_keys + 1, dtype=np.int64)
+        if lib.group_by_kind(key.size, key.ctypes.data, None, num_keys, starts.ctypes.data, order.ctypes.data) < 0:
+            raise ValueError(f"keys must lie in [0, {num_keys})")
+        return order, starts
+    starts = offsets(np.bincount(key, minlength=num_keys))
     if num_keys <= 4:
-        return np.concatenate([np.flatnonzero(key == k) for k in range(num_keys)])
+        return np.concatenate([np.flatnonzero(key == k) for k in range(num_keys)]), starts
     if num_keys <= np.iinfo(np.uint16).max:
         key = key.astype(np.uint16)
-    return np.argsort(key, kind="stable")
+    elif num_keys <= np.iinfo(np.int32).max:
+        key = key.astype(np.int32)
+    return np.argsort(key, kind="stable"), starts

@@ -60,16 +60,19 @@ def summary(stats, load_seconds: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..data import add_reverse_edges, load_graph, load_ogb_node
+    from ..data import add_reverse_edges, load_graph
     from ..partition import partition_graph, split_categories
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError(f"--out {args.out} is an existing file; pass a folder (it is created if missing)")
     t0 = time.perf_counter()
     if args.dataset:
+        from ..data import load_ogb_node
+
         g = load_ogb_node(args.dataset, args.data_root)
-    else:
-        g = load_graph(args.input, delimiter=args.delimiter, header=args.header, num_nodes=args.num_nodes)
+    else:  # numpy arrays: torch (a second or more to import) is never loaded for a file
+        g = load_graph(args.input, tensors=False, delimiter=args.delimiter, header=args.header,
+                       num_nodes=args.num_nodes)
     if args.add_reverse_edges:
         g = add_reverse_edges(g)
     load_seconds = time.perf_counter() - t0

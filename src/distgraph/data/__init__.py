@@ -1,28 +1,31 @@
 """Graph inputs: `.npz` exchange files, delimited edge lists, PyG and DGL graphs, and seeded
-synthetic generators."""
+synthetic generators. Those that need torch are imported on first use, so reading an `.npz`
+or an edge list into an `ArrayGraph` (`tensors=False`) never imports it."""
 
 from pathlib import Path
 
+from ..array_graph import ArrayGraph, add_reverse_edges
 from ..errors import InputError
-from ..graph import Graph
-from .convert import from_dgl, from_pyg
+from ..lazy import lazy_exports
 from .edgelist import load_edgelist
-from .mag import generate_mag
 from .npz import ZIP_MAGIC, load_npz, save_npz
-from .ogb import add_reverse_edges, load_ogb_node
-from .sbm import generate_sbm
 
-__all__ = ["load_npz", "save_npz", "load_edgelist", "generate_sbm", "generate_mag", "load_graph", "from_pyg",
-           "from_dgl", "load_ogb_node", "add_reverse_edges"]
+_EXPORTS = {  # these import torch
+    "from_dgl": ".convert:from_dgl", "from_pyg": ".convert:from_pyg", "generate_mag": ".mag:generate_mag",
+    "load_ogb_node": ".ogb:load_ogb_node", "generate_sbm": ".sbm:generate_sbm",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted([*_EXPORTS, "add_reverse_edges", "load_edgelist", "load_graph", "load_npz", "save_npz"])
 
 
-def load_graph(path: str | Path, **edgelist_kwargs) -> Graph:
-    """Load an `.npz` (recognised by its zip signature, whatever the file is called) or a delimited edge list."""
+def load_graph(path: str | Path, *, tensors: bool = True, **edgelist_kwargs) -> ArrayGraph:
+    """Load an `.npz` (recognised by its zip signature, whatever the file is called) or a delimited
+    edge list: a `Graph`, or with `tensors=False` an `ArrayGraph` of numpy arrays (no torch)."""
     p = Path(path)
     if not p.is_file():
         raise InputError(f"graph file {p} does not exist")
     with open(p, "rb") as f:
         magic = f.read(4)
     if magic in ZIP_MAGIC or p.suffix.lower() == ".npz":
-        return load_npz(p)
-    return load_edgelist(p, **edgelist_kwargs)
+        return load_npz(p, tensors=tensors)
+    return load_edgelist(p, tensors=tensors, **edgelist_kwargs)

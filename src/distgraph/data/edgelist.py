@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
+from ..array_graph import ArrayGraph, graph_class
 from ..errors import InputError
-from ..graph import Graph
 
 # First lines made only of these (case-insensitive) are a header even when the ids are strings.
 COLUMN_NAMES = frozenset({
@@ -209,9 +208,12 @@ def load_edgelist(
     delimiter: str | None = None,
     header: bool | None = None,
     num_nodes: int | None = None,
-) -> Graph:
+    *,
+    tensors: bool = True,
+) -> ArrayGraph:
     """Read an edge list; `delimiter`/`header` are detected when None (a header is a first
-    line of column names such as `src dst` or `from,to`, or non-integer ids above integer ones)."""
+    line of column names such as `src dst` or `from,to`, or non-integer ids above integer ones).
+    A `Graph`, or with `tensors=False` an `ArrayGraph` of numpy arrays (torch not imported)."""
     p = Path(path)
     if not p.is_file():
         raise InputError(f"edge list {p} does not exist")
@@ -240,5 +242,5 @@ def load_edgelist(
             n, line = _line_at(p, lay.skip, int(bad[0]))
             raise InputError(f"{p} line {n}: node id out of range "
                              f"(must be in [0, {num_nodes if num_nodes is not None else 'inf'})): {line!r}")
-    edata = {"weight": torch.from_numpy(weight)} if weight is not None else {}
-    return Graph(torch.from_numpy(src), torch.from_numpy(dst), num_nodes, edata=edata, node_names=names)
+    edata = {"weight": weight} if weight is not None else {}
+    return graph_class(tensors)(src, dst, num_nodes, edata=edata, node_names=names)

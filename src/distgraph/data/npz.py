@@ -18,10 +18,9 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import torch
 
+from ..array_graph import DEFAULT_ETYPE, DEFAULT_NTYPE, ArrayGraph, graph_class
 from ..errors import InputError
-from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, Graph
 
 TEXT_ARRAYS = ("ntypes", "canonical_etypes", "node_names")
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip member, or an empty zip
@@ -65,7 +64,7 @@ class _NpzArrays:
         if a.dtype.kind not in ("U" if text else "biufc"):
             want = "unicode strings" if text else "numbers (strings are allowed only in " + ", ".join(TEXT_ARRAYS) + ")"
             raise InputError(f"{self.path}: array {key!r} has dtype {a.dtype}; it must hold {want}")
-        if not a.dtype.isnative:  # big-endian files: torch needs native byte order
+        if not a.dtype.isnative:  # big-endian files: torch and the C kernels need native byte order
             a = a.astype(a.dtype.newbyteorder("="))
         return a
 
@@ -90,16 +89,19 @@ class _NpzArrays:
             raise ValueError(f"member holds {info.file_size} bytes, fewer than its header promises")
         if count == 0:
             return np.empty(shape, dtype=dtype)
-        # copy-on-write: tensors stay writable, and the file is never modified
+        # copy-on-write: arrays and tensors stay writable, and the file is never modified
         return np.memmap(self.path, dtype=dtype, mode="c", offset=data_offset, shape=shape,
                          order="F" if fortran else "C")
 
 
-def load_npz(path: str | Path) -> Graph:
-    """Read a graph written by `save_npz` or by hand in the format above."""
+def load_npz(path: str | Path, *, tensors: bool = True) -> ArrayGraph:
+    """Read a graph written by `save_npz` or by hand in the format above: a `Graph`, or with
+    `tensors=False` an `ArrayGraph` of numpy arrays (torch is then not imported)."""
+    cls = graph_class(tensors)
     with _NpzArrays(Path(path)) as z:
         keys = set(z.files)
-        g = _load_hetero(z, keys, path) if "canonical_etypes" in keys else _load_homo(z, keys - {"node_names"}, path)
+        g = _load_hetero(cls, z, keys, path) if "canonical_etypes" in keys else \
+            _load_homo(cls, z, keys - {"node_names"}, path)
         if "node_names" in keys:
             names = z["node_names"]
             if names.shape != (g.num_nodes(),):
@@ -115,7 +117,7 @@ def _count(a: np.ndarray, key: str, path) -> np.ndarray:
     return a.astype(np.int64)
 
 
-def _load_homo(z: _NpzArrays, keys: set, path) -> Graph:
+def _load_homo(cls: type[ArrayGraph], z: _NpzArrays, keys: set, path) -> ArrayGraph:
     """The homogeneous layout: `src`, `dst`, optional `num_nodes`, data classified by rows.
 
     Other scalars (a generator's `seed`, say) describe the file, not nodes or edges: skipped."""
@@ -136,27 +138,27 @@ def _load_homo(z: _NpzArrays, keys: set, path) -> Graph:
     e = src.shape[0]
     ndata, edata = {}, {}
     for k in sorted(keys - {"src", "dst", "num_nodes"}):
-        a = torch.from_numpy(z[k])
-        if a.dim() == 0 and "/" not in k:
+        a = z[k]
+        if a.ndim == 0 and "/" not in k:
             continue
         if k.startswith("ndata/"):
             ndata[k[6:]] = a
         elif k.startswith("edata/"):
             edata[k[6:]] = a
-        elif a.dim() and a.shape[0] == n and n != e:
+        elif a.ndim and a.shape[0] == n and n != e:
             ndata[k] = a
-        elif a.dim() and a.shape[0] == e and n != e:
+        elif a.ndim and a.shape[0] == e and n != e:
             edata[k] = a
-        elif a.dim() and a.shape[0] == n:
+        elif a.ndim and a.shape[0] == n:
             raise InputError(f"{path}: array {k!r} has {n} rows, which is both the number of nodes and of edges; "
                              f"rename it 'ndata/{k}' or 'edata/{k}'")
         else:
             raise InputError(f"{path}: array {k!r} has shape {tuple(a.shape)}; its first dimension must be the "
                              f"number of nodes ({n}) or of edges ({e})")
-    return Graph(torch.from_numpy(src), torch.from_numpy(dst), n, ndata, edata)
+    return cls(src, dst, n, ndata, edata)
 
 
-def _load_hetero(z: _NpzArrays, keys: set, path) -> Graph:
+def _load_hetero(cls: type[ArrayGraph], z: _NpzArrays, keys: set, path) -> ArrayGraph:
     """The heterogeneous layout: `ntypes`, per-type `num_nodes`, `canonical_etypes`, typed arrays."""
     for k in ("ntypes", "num_nodes"):
         if k not in keys:
@@ -173,22 +175,22 @@ def _load_hetero(z: _NpzArrays, keys: set, path) -> Graph:
         name = ":".join(c)
         if f"src/{name}" not in keys or f"dst/{name}" not in keys:
             raise InputError(f"{path}: edge type {name} needs arrays 'src/{name}' and 'dst/{name}'")
-        edges[c] = (torch.from_numpy(z[f"src/{name}"]), torch.from_numpy(z[f"dst/{name}"]))
+        edges[c] = (z[f"src/{name}"], z[f"dst/{name}"])
     ndata: dict = {t: {} for t in ntypes}
     edata: dict = {c: {} for c in etypes}
     by_name = {":".join(c): c for c in etypes}
     for k in keys:
         parts = k.split("/")
         if parts[0] == "ndata" and len(parts) == 3 and parts[1] in ndata:
-            ndata[parts[1]][parts[2]] = torch.from_numpy(z[k])
+            ndata[parts[1]][parts[2]] = z[k]
         elif parts[0] == "edata" and len(parts) == 3 and parts[1] in by_name:
-            edata[by_name[parts[1]]][parts[2]] = torch.from_numpy(z[k])
+            edata[by_name[parts[1]]][parts[2]] = z[k]
         elif parts[0] in ("ndata", "edata"):
             raise InputError(f"{path}: array {k!r} names a type that is not in 'ntypes'/'canonical_etypes'")
-    return Graph.from_hetero(edges, dict(zip(ntypes, counts.tolist())), ndata, edata)
+    return cls.from_hetero(edges, dict(zip(ntypes, counts.tolist())), ndata, edata)
 
 
-def save_npz(g: Graph, path: str | Path) -> None:
+def save_npz(g: ArrayGraph, path: str | Path) -> None:
     """Write `g` in the exchange format (uncompressed, so loading is a straight read).
 
     The file is written beside `path` and renamed over it, so saving over the file `g` was
@@ -196,9 +198,9 @@ def save_npz(g: Graph, path: str | Path) -> None:
     """
     arrays: dict[str, np.ndarray] = {}
     if g.ntypes == [DEFAULT_NTYPE] and g.canonical_etypes == [DEFAULT_ETYPE]:
-        arrays.update(src=g.src.numpy(), dst=g.dst.numpy(), num_nodes=np.int64(g.num_nodes()))
-        arrays.update({f"ndata/{k}": v.numpy() for k, v in g.ndata.items()})
-        arrays.update({f"edata/{k}": v.numpy() for k, v in g.edata.items()})
+        arrays.update(src=np.asarray(g.src), dst=np.asarray(g.dst), num_nodes=np.int64(g.num_nodes()))
+        arrays.update({f"ndata/{k}": np.asarray(v) for k, v in g.ndata.items()})
+        arrays.update({f"edata/{k}": np.asarray(v) for k, v in g.edata.items()})
     else:
         arrays["ntypes"] = np.array(g.ntypes)
         arrays["num_nodes"] = np.array([g.num_nodes(t) for t in g.ntypes], dtype=np.int64)
@@ -206,11 +208,11 @@ def save_npz(g: Graph, path: str | Path) -> None:
         for i, c in enumerate(g.canonical_etypes):
             name = ":".join(c)
             lo, hi = int(g.etype_offsets[i]), int(g.etype_offsets[i + 1])
-            arrays[f"src/{name}"] = (g.src[lo:hi] - g.ntype_offsets[g.get_ntype_id(c[0])]).numpy()
-            arrays[f"dst/{name}"] = (g.dst[lo:hi] - g.ntype_offsets[g.get_ntype_id(c[2])]).numpy()
-            arrays.update({f"edata/{name}/{k}": v.numpy() for k, v in g.edges[c].data.items()})
+            arrays[f"src/{name}"] = np.asarray(g.src[lo:hi] - g.ntype_offsets[g.get_ntype_id(c[0])])
+            arrays[f"dst/{name}"] = np.asarray(g.dst[lo:hi] - g.ntype_offsets[g.get_ntype_id(c[2])])
+            arrays.update({f"edata/{name}/{k}": np.asarray(v) for k, v in g.edges[c].data.items()})
         for t in g.ntypes:
-            arrays.update({f"ndata/{t}/{k}": v.numpy() for k, v in g.nodes[t].data.items()})
+            arrays.update({f"ndata/{t}/{k}": np.asarray(v) for k, v in g.nodes[t].data.items()})
     if g.node_names is not None:
         arrays["node_names"] = np.asarray(g.node_names).astype(str)
     path = Path(path)

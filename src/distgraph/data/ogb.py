@@ -92,20 +92,3 @@ def _hetero(raw: Path, split: Path) -> Graph:
         ndata[t].update(_masks(split / t, counts[t]))
     return Graph.from_hetero(edges, dict(sorted(counts.items())), ndata)
 
-
-def add_reverse_edges(g: Graph, prefix: str = "rev-") -> Graph:
-    """`g` with, for every edge type (src, rel, dst), a type (dst, prefix + rel, src) holding its
-    edges reversed (what DGL's RGCN example does to ogbn-mag before partitioning, so that
-    every node type is reached); data stays on the original types."""
-    edges, ndata, edata = {}, {}, {}
-    for c in g.canonical_etypes:
-        i = g.get_etype_id(c)
-        lo, hi = int(g.etype_offsets[i]), int(g.etype_offsets[i + 1])
-        src = g.map_to_per_ntype(g.src[lo:hi])[1]
-        dst = g.map_to_per_ntype(g.dst[lo:hi])[1]
-        edges[c] = (src, dst)
-        edges[(c[2], prefix + c[1], c[0])] = (dst, src)
-        edata[c] = dict(g.edges[c].data)
-    for t in g.ntypes:
-        ndata[t] = dict(g.nodes[t].data)
-    return Graph.from_hetero(edges, {t: g.num_nodes(t) for t in g.ntypes}, ndata, edata)

@@ -1,6 +1,7 @@
 /* Node and edge types of heterogeneous ids. Ids are numbered in blocks of one type (one per
  * (partition, type), or one per type in a whole graph), so an id's type and per-type id come
  * from the block holding it; and a block's per-type lists are a stable counting sort. */
+#include <stddef.h>
 #include <stdint.h>
 
 /* For each id: b = the last block with starts[b] <= id (starts ascending, starts[0] <= every
@@ -24,7 +25,8 @@ int64_t map_types(int64_t n, const int64_t *ids, int64_t nblocks, const int64_t 
 
 /* `values` grouped by their `kinds` (in [0, ntypes)), keeping their order within a kind: out
  * holds kind 0's values, then kind 1's, ...; counts (ntypes + 1 zeroed slots) ends as the
- * offsets of each kind's run. Returns n, or -1 on a kind out of range. */
+ * offsets of each kind's run. With values NULL, the positions 0..n-1 are grouped (a stable
+ * argsort of the kinds). Returns n, or -1 on a kind out of range. */
 int64_t group_by_kind(int64_t n, const int64_t *kinds, const int64_t *values, int64_t ntypes, int64_t *counts,
                       int64_t *out) {
     for (int64_t i = 0; i < n; i++) {
@@ -32,7 +34,10 @@ int64_t group_by_kind(int64_t n, const int64_t *kinds, const int64_t *values, in
         counts[kinds[i] + 1]++;
     }
     for (int64_t t = 0; t < ntypes; t++) counts[t + 1] += counts[t];
-    for (int64_t i = 0; i < n; i++) out[counts[kinds[i]]++] = values[i];
+    if (values == NULL)
+        for (int64_t i = 0; i < n; i++) out[counts[kinds[i]]++] = i;
+    else
+        for (int64_t i = 0; i < n; i++) out[counts[kinds[i]]++] = values[i];
     for (int64_t t = ntypes; t > 0; t--) counts[t] = counts[t - 1]; /* back to run starts */
     counts[0] = 0;
     return n;

@@ -5,16 +5,19 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
+from ..array_graph import ArrayGraph
 from ..arrays import unique_sorted
 from ..errors import PartitionError
-from ..graph import Graph
 from .metis import part_graph
 from .layout import PART_METHODS
 from .symmetric import symmetric_adjacency
+
+if TYPE_CHECKING:
+    from ..array_graph import Array
 
 SPLIT_MASKS = ("train_mask", "val_mask", "test_mask")
 
@@ -30,9 +33,9 @@ def positive_int(value, what: str) -> int:
     return k
 
 
-def node_mask(g: Graph, name: str) -> torch.Tensor:
+def node_mask(g: ArrayGraph, name: str) -> np.ndarray:
     """Boolean node data `name` (e.g. 'train_mask') over all nodes; False for types without it."""
-    mask = torch.zeros(g.num_nodes(), dtype=torch.bool)
+    mask = np.zeros(g.num_nodes(), dtype=bool)
     for i, t in enumerate(g.ntypes):
         data = g.nodes[t].data
         if name in data:
@@ -40,29 +43,31 @@ def node_mask(g: Graph, name: str) -> torch.Tensor:
             if tuple(data[name].shape) != (hi - lo,):
                 raise PartitionError(f"node data {name!r} of type {t!r} has shape {tuple(data[name].shape)}; "
                                      f"a mask needs one value per {t!r} node ({hi - lo})")
-            mask[lo:hi] = data[name].bool()
+            mask[lo:hi] = np.asarray(data[name]).astype(bool)
     return mask
 
 
-def split_categories(g: Graph) -> torch.Tensor:
-    """Per-node category for `balance_ntypes`: 1 train, 2 val, 3 test, 0 other (over all node types)."""
-    cat = torch.zeros(g.num_nodes(), dtype=torch.int64)
+def split_categories(g: ArrayGraph) -> Array:
+    """Per-node category for `balance_ntypes`: 1 train, 2 val, 3 test, 0 other (over all node types),
+    as the graph's kind of array (a tensor for a `Graph`)."""
+    cat = np.zeros(g.num_nodes(), dtype=np.int64)
     for code, name in enumerate(SPLIT_MASKS, start=1):
         cat[node_mask(g, name)] = code
-    return cat
+    return g.as_array(cat)
 
 
-def balance_weights(g: Graph, balance_ntypes: torch.Tensor | None, balance_edges: bool) -> np.ndarray:
+def balance_weights(g: ArrayGraph, balance_ntypes: Array | None, balance_edges: bool) -> np.ndarray:
     """(num_nodes, ncon) METIS vertex weights: an indicator per (node type, category) that
-    occurs, so each is spread evenly, plus the in-degree when `balance_edges`."""
+    occurs, so each is spread evenly, plus the in-degree when `balance_edges`. `balance_ntypes`:
+    one integer category per node (an array or a tensor), or None."""
     n = g.num_nodes()
-    key = g.node_type_ids().numpy().astype(np.int64)
+    key = np.asarray(g.node_type_ids())
     if balance_ntypes is not None:
-        cat = torch.as_tensor(balance_ntypes).reshape(-1)
-        if cat.numel() != n or cat.dtype.is_floating_point:
+        cat = np.asarray(balance_ntypes).reshape(-1)
+        if cat.size != n or cat.dtype.kind not in "biu":
             raise PartitionError(f"balance_ntypes must hold one integer category per node ({n}), "
-                                 f"got {cat.numel()} values of dtype {cat.dtype}")
-        cat = cat.to(torch.int64).numpy()
+                                 f"got {cat.size} values of dtype {cat.dtype}")
+        cat = cat.astype(np.int64)
         if cat.size and int(cat.min()) < 0:
             raise PartitionError(f"balance_ntypes categories must be >= 0, found {int(cat.min())}")
         key = key * (int(cat.max()) + 1) + cat
@@ -71,17 +76,17 @@ def balance_weights(g: Graph, balance_ntypes: torch.Tensor | None, balance_edges
     w = np.zeros((n, present.size + int(balance_edges)), dtype=np.int64)
     w[np.arange(n), columns] = 1
     if balance_edges:
-        w[:, -1] = g.in_degrees().numpy()
+        w[:, -1] = np.asarray(g.in_degrees())
         if w[:, -1].sum() == 0:
             w = w[:, :-1]
     return w
 
 
 def assign_parts(
-    g: Graph,
+    g: ArrayGraph,
     num_parts: int,
     part_method: str = "metis",
-    balance_ntypes: torch.Tensor | None = None,
+    balance_ntypes: Array | None = None,
     balance_edges: bool = False,
     seed: int = 0,
     alongside: Callable[[], object] | None = None,
@@ -104,7 +109,7 @@ def assign_parts(
         if alongside is not None:
             alongside()
         return parts
-    xadj, adjncy = symmetric_adjacency(g.src.numpy(), g.dst.numpy(), n)
+    xadj, adjncy = symmetric_adjacency(np.asarray(g.src), np.asarray(g.dst), n)
     if node_weights is not None:
         weights = np.asarray(node_weights, dtype=np.int64).reshape(n, -1)
         if (weights < 0).any():

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..array_graph import ArrayGraph
 from ..arrays import concat_ranges, gather_in_place, offsets
-from ..graph import Graph
 from ..native import kernels
 
 _STEP = 1 << 17  # entries per piece: no temporary as big as the edges (see `build`)
@@ -26,7 +26,7 @@ class InEdges:
     out_degree: np.ndarray  # int64 per node
 
     @classmethod
-    def build(cls, g: Graph) -> "InEdges":
+    def build(cls, g: ArrayGraph) -> "InEdges":
         """One single-threaded sort (it runs beside METIS and should take one core, not two) of
         keys dst | edge id | src, packed in 63 bits when they fit: the sorted keys then hold
         the grouped edge ids and their sources, with no random reads of `src`. (A C counting
@@ -34,7 +34,7 @@ class InEdges:
 
         Work goes in pieces, with no temporary as big as the edges: this thread's malloc
         arena would keep it through METIS's peak."""
-        src, dst, num_nodes = g.src.numpy(), g.dst.numpy(), g.num_nodes()
+        src, dst, num_nodes = np.asarray(g.src), np.asarray(g.dst), g.num_nodes()
         m = dst.size
         node_bits, edge_bits = max(1, int(num_nodes - 1).bit_length()), max(1, int(m - 1).bit_length())
         idx = np.int32 if num_nodes <= np.iinfo(np.int32).max else np.int64
@@ -55,7 +55,7 @@ class InEdges:
             srcs = np.empty(m, dtype=idx)
             for i in range(0, m, _STEP):
                 srcs[i:i + _STEP] = src[eids[i:i + _STEP]]
-        return cls(offsets(g.in_degrees().numpy()), eids, srcs, g.out_degrees().numpy())
+        return cls(offsets(np.asarray(g.in_degrees())), eids, srcs, np.asarray(g.out_degrees()))
 
     def degrees_only(self) -> "InEdges":
         """This index without its per-edge arrays (12 bytes an edge), for when only degrees are read."""

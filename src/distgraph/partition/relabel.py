@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..arrays import inverse_permutation, offsets, small_key_argsort
-from ..graph import Graph
+from ..array_graph import ArrayGraph
+from ..arrays import group_keys, inverse_permutation, offsets
 from .in_edges import InEdges
 
 
@@ -47,21 +47,20 @@ class EdgeOrder(_PartRanges):
 
 def _grouped(key: np.ndarray, num_parts: int, num_types: int) -> tuple[np.ndarray, np.ndarray]:
     """Stable order by key = part * num_types + type, and each (part, type) block's [start, end)."""
-    order = small_key_argsort(key, num_parts * num_types)
-    starts = offsets(np.bincount(key, minlength=num_parts * num_types))
+    order, starts = group_keys(key, num_parts * num_types)
     ranges = np.stack([starts[:-1], starts[1:]], axis=1).reshape(num_parts, num_types, 2)
     return order, ranges
 
 
-def relabel_nodes(g: Graph, parts: np.ndarray, num_parts: int) -> NodeOrder:
+def relabel_nodes(g: ArrayGraph, parts: np.ndarray, num_parts: int) -> NodeOrder:
     """Number the nodes from a partition assignment."""
     nt = len(g.ntypes)
-    key = parts * nt + g.node_type_ids().numpy() if nt > 1 else parts
+    key = parts * nt + np.asarray(g.node_type_ids()) if nt > 1 else parts
     order, ranges = _grouped(key, num_parts, nt)
     return NodeOrder(order, inverse_permutation(order), ranges)
 
 
-def relabel_edges(g: Graph, parts: np.ndarray, nodes: NodeOrder, in_edges: InEdges) -> EdgeOrder:
+def relabel_edges(g: ArrayGraph, parts: np.ndarray, nodes: NodeOrder, in_edges: InEdges) -> EdgeOrder:
     """Number the edges: the in-edges of the nodes in their new order (no sort over the edges);
     with several edge types a stable grouping by (partition, edge type) follows."""
     et = len(g.canonical_etypes)
@@ -71,7 +70,7 @@ def relabel_edges(g: Graph, parts: np.ndarray, nodes: NodeOrder, in_edges: InEdg
     if et == 1:  # part p's edges are the in-edges of its node range
         ranges = offsets(degree)[nodes.ranges[:, [0, -1], [0, 1]]].reshape(num_parts, 1, 2)
     else:
-        key = np.repeat(parts[nodes.new2old], degree) * et + g.edge_type_ids().numpy()[order]
+        key = np.repeat(parts[nodes.new2old], degree) * et + np.asarray(g.edge_type_ids())[order]
         within, ranges = _grouped(key, num_parts, et)
         order, src = order[within], src[within]
     return EdgeOrder(order, src, ranges)
