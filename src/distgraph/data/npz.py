@@ -89,6 +89,12 @@ class _NpzArrays:
             raise ValueError(f"member holds {info.file_size} bytes, fewer than its header promises")
         if count == 0:
             return np.empty(shape, dtype=dtype)
+        if data_offset % dtype.alignment and len(shape) <= 1:
+            # ids, masks and labels that `np.savez` left misaligned: numpy would copy them in
+            # every bincount, ufunc and index they take part in (32 MB a pass for 4M edge ids),
+            # so they are read once into aligned memory; rows of features stay mapped
+            # (they are read by row copies, which take any alignment)
+            return np.fromfile(self.path, dtype=dtype, count=count, offset=data_offset).reshape(shape)
         # copy-on-write: arrays and tensors stay writable, and the file is never modified
         return np.memmap(self.path, dtype=dtype, mode="c", offset=data_offset, shape=shape,
                          order="F" if fortran else "C")
