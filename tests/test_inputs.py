@@ -1,6 +1,7 @@
 import signal
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import pytest
@@ -34,8 +35,6 @@ def test_npz_by_hand_classifies_arrays_by_first_dimension(tmp_path):
 def test_npz_misaligned_ids_are_read_aligned_and_feature_rows_stay_mapped(tmp_path):
     """np.savez leaves members at any byte offset; numpy copies misaligned arrays in every
     bincount or index they take part in, so 1-D arrays come back aligned."""
-    import zipfile
-
     rng = np.random.default_rng(0)
     src, dst = rng.integers(0, 50, 400), rng.integers(0, 50, 400)
     feat = rng.standard_normal((50, 3)).astype(np.float32)
