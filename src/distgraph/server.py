@@ -48,7 +48,8 @@ def serve(env: ProcessEnv) -> None:
     if env.lifeline_fd is not None:
         watch(env.lifeline_fd, env.lifeline_timeout, label, env.starter, store.remove_files)
     try:
-        sock = ServerSocket(_bind_endpoint(peer.host, peer.port), env.timeouts.request, credentials, label)
+        sock = ServerSocket(_bind_endpoint(peer.host, peer.port), env.timeouts.request, credentials, label,
+                            peer.audience)
     except Exception as exc:
         raise InputError(f"{label}: cannot listen on port {peer.port} ({exc}); is another job using it?") from None
     try:

@@ -6,16 +6,21 @@ launcher hands the secret to processes in their environment only, never on a com
 import os
 import re
 import secrets
+import select
+import socket
 import sys
+import threading
+import time
+from contextlib import contextmanager
 
 import pytest
 import torch
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from distgraph.cluster.ip_config import parse_ip_config, server_addresses
+from distgraph.cluster.ip_config import PeerAddress, parse_ip_config, server_addresses
 from distgraph.rpc import PeerError, wire
-from distgraph.rpc.auth import Credentials
+from distgraph.rpc.auth import ZAP_ENDPOINT, Credentials
 from distgraph.rpc.transport import Connections, Request
 
 from .conftest import SCRIPTS, Cluster, as_trainer
@@ -53,25 +58,175 @@ def _ping(endpoint: str, setup) -> tuple[dict | None, list[int]]:
 
 
 def test_only_peers_that_prove_the_secret_are_served(cluster):
-    endpoint = _peers(cluster)[0].endpoint
-    reply, _ = _ping(endpoint, cluster.credentials.client)
+    peer = _peers(cluster)[0]
+    reply, _ = _ping(peer.endpoint, lambda s: cluster.credentials.client(s, peer.audience))
     assert reply["ok"] and reply["machine_id"] == 0
     for setup in (lambda s: None,  # no credentials at all
-                  Credentials(secrets.token_hex(32).encode()).client):  # another job's secret
-        reply, events = _ping(endpoint, setup)
+                  lambda s: Credentials(secrets.token_hex(32).encode()).client(s, peer.audience)):  # another job's
+        reply, events = _ping(peer.endpoint, setup)
         assert reply is None  # not a single operation
         assert set(events) & {zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL}, events
 
-    recorded = zmq.Context.instance().socket(zmq.DEALER)
-    cluster.credentials.client(recorded)  # a handshake seen on the wire, replayed
-    username, password = recorded.plain_username, recorded.plain_password
-    recorded.close()
 
-    def replay(sock):
+def test_a_proof_is_good_for_its_own_server_once(cluster):
+    """The PLAIN proof names the server it was made for and is accepted once: the same
+    credentials fail at another server, and at their own server on a second connection."""
+    a, b = _peers(cluster)
+    made = zmq.Context.instance().socket(zmq.DEALER)
+    cluster.credentials.client(made, a.audience)
+    username, password = made.plain_username, made.plain_password
+    made.close()
+
+    def reuse(sock):
         sock.plain_username, sock.plain_password = username, password
 
-    assert _ping(endpoint, replay)[0]["ok"]
-    assert _ping(endpoint, replay)[0] is None  # the second use of the nonce is refused
+    assert _ping(b.endpoint, reuse)[0] is None  # made for server a: server b refuses it
+    assert _ping(a.endpoint, reuse)[0]["ok"]  # its own server takes it, once
+    assert _ping(a.endpoint, reuse)[0] is None
+
+
+class _Recorder:
+    """A TCP relay on loopback that records every byte a client sends through it to `upstream`:
+    what someone watching the wire sees of one connection."""
+
+    def __init__(self, upstream: tuple[str, int]):
+        self.upstream, self.sent = upstream, bytearray()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._relay, daemon=True)
+        self._thread.start()
+
+    def _relay(self) -> None:
+        client, _ = self.listener.accept()
+        server = socket.create_connection(self.upstream)
+        pairs = {client: server, server: client}
+        with client, server:
+            while not self._stop.is_set():
+                for sock in select.select(list(pairs), [], [], 0.05)[0]:
+                    data = sock.recv(1 << 16)
+                    if not data:
+                        return
+                    if sock is client:
+                        self.sent += data
+                    pairs[sock].sendall(data)
+
+    def close(self) -> bytes:
+        self._stop.set()
+        self._thread.join(10)
+        self.listener.close()
+        return bytes(self.sent)
+
+
+ZAP_REFUSAL = b"RROR\x03400"  # the end of ZeroMQ's ERROR command carrying the ZAP handler's status 400
+
+
+def _zmtp_units(stream: bytes) -> list[bytes]:
+    """A recorded ZMTP 3 client stream cut into its greeting and frames (commands and messages)."""
+    units, at = [stream[:64]], 64
+    while at < len(stream):
+        flags = stream[at]
+        head, size = (9, int.from_bytes(stream[at + 1:at + 9], "big")) if flags & 2 else (2, stream[at + 1])
+        units.append(stream[at:at + head + size])
+        at += head + size
+    return units
+
+
+def _replay(recorded: bytes, endpoint: tuple[str, int]) -> bytes:
+    """Replay a recorded client stream on a new TCP connection as its client sent it: the greeting,
+    then each handshake command after the server's answer to the one before, then the messages.
+    Returns everything the server sent back."""
+    greeting, hello, initiate, *messages = _zmtp_units(recorded)
+    got = bytearray()
+    with socket.create_connection(endpoint) as sock:
+        sock.settimeout(3)
+        try:
+            for step in (greeting, hello, initiate, b"".join(messages)):
+                sock.sendall(step)
+                chunk = sock.recv(1 << 16)
+                got += chunk
+                if not chunk or ZAP_REFUSAL in got:
+                    break
+            while chunk := sock.recv(1 << 16):
+                got += chunk
+        except (socket.timeout, ConnectionResetError):
+            pass
+    return bytes(got)
+
+
+def _record_ping(peer, upstream: tuple[str, int], credentials) -> bytes:
+    """The bytes a client sends for a handshake with `peer` and one `ping`, relayed to `upstream`."""
+    recorder = _Recorder(upstream)
+    via = PeerAddress(peer.machine_id, peer.server_id, "127.0.0.1", recorder.port)
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    credentials.client(sock, via.audience)
+    sock.linger = 0
+    sock.connect(via.endpoint)
+    try:
+        sock.send_multipart(wire.pack({"op": "ping", "rid": 1}), copy=True)
+        sock.poll(3000)
+    finally:
+        sock.close()
+    time.sleep(0.2)  # the relay forwards what is still in flight
+    return recorder.close()
+
+
+@contextmanager
+def _server_that_checks_nothing():
+    """A PLAIN server whose ZAP handler accepts every handshake; yields its port."""
+    ctx = zmq.Context()
+    zap = ctx.socket(zmq.REP)
+    zap.linger = 0
+    zap.bind(ZAP_ENDPOINT)
+    server = ctx.socket(zmq.ROUTER)
+    server.plain_server, server.linger = True, 0
+    stop = threading.Event()
+
+    def accept_all():
+        while not stop.is_set():
+            if zap.poll(50):
+                version, rid, *_ = zap.recv_multipart()
+                zap.send_multipart([version, rid, b"200", b"OK", b"anyone", b""])
+
+    thread = threading.Thread(target=accept_all, daemon=True)
+    thread.start()
+    try:
+        yield server.bind_to_random_port("tcp://127.0.0.1")
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+        zap.close()
+        ctx.term()
+
+
+def _host_port(peer) -> tuple[str, int]:
+    return peer.host, peer.port
+
+
+def test_a_recorded_connection_replayed_on_the_wire_is_refused(cluster, parts, tmp_path):
+    """A trainer's real connection to server a (handshake and a request), recorded byte for
+    byte and replayed on new TCP connections: to server b of the job, to server a later, and
+    to a server of another job. None answers a single request."""
+    a, b = _peers(cluster)
+    recorded = _record_ping(a, _host_port(a), cluster.credentials)
+    assert b"PLAIN" in recorded and b"ping" in recorded
+
+    # the control: the same recording made against a server that checks nothing, replayed
+    # to a, which has not seen its nonce, is answered; so the replays below test the proof
+    with _server_that_checks_nothing() as dummy_port:
+        fresh = _record_ping(a, ("127.0.0.1", dummy_port), cluster.credentials)
+    answered = _replay(fresh, _host_port(a))
+    assert b"machine_id" in answered and ZAP_REFUSAL not in answered
+
+    other = Cluster(parts[1], tmp_path / "other_job.txt", [1], timeout=5.0)
+    try:
+        for target in (b, a, _peers(other)[0]):
+            got = _replay(recorded, _host_port(target))
+            assert got.endswith(ZAP_REFUSAL) and b"machine_id" not in got, (target, got[-40:])
+    finally:
+        other.stop()
+    assert "refused a connection from 127.0.0.1" in "".join(cluster.stderr[(1, 0)])
 
 
 def test_a_client_with_another_secret_gets_an_error_naming_the_server(cluster):
@@ -93,8 +248,10 @@ def test_encrypted_job(parts, tmp_path):
             feat = dist.DistTensor((2000, 16), torch.float32, "node~_N~feat")
             assert feat[torch.arange(2000)].abs().sum() > 0
         plain = Credentials(cluster.secret.encode())  # the right secret, but unencrypted
-        assert _ping(_peers(cluster)[0].endpoint, plain.client)[0] is None
-        assert _ping(_peers(cluster)[0].endpoint, Credentials(cluster.secret.encode(), True).client)[0]["ok"]
+        peer = _peers(cluster)[0]
+        assert _ping(peer.endpoint, lambda s: plain.client(s, peer.audience))[0] is None
+        encrypted = Credentials(cluster.secret.encode(), True)
+        assert _ping(peer.endpoint, lambda s: encrypted.client(s, peer.audience))[0]["ok"]
     finally:
         cluster.stop()
 

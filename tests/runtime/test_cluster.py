@@ -218,12 +218,12 @@ def test_list_lookup_and_delete(dist):
     assert client.lookup("temp") is None
 
 
-def _raw(frames_list, endpoint, credentials):
+def _raw(frames_list, peer, credentials):
     """Send raw messages to one server and collect its replies (headers)."""
     sock = zmq.Context.instance().socket(zmq.DEALER)
-    credentials.client(sock)
+    credentials.client(sock, peer.audience)
     sock.setsockopt(zmq.LINGER, 0)
-    sock.connect(endpoint)
+    sock.connect(peer.endpoint)
     replies = []
     try:
         for frames in frames_list:
@@ -279,7 +279,7 @@ def test_every_malformed_request_gets_an_error_reply_and_the_server_keeps_servin
     }
     good = _msg({"op": "pull", "rid": 99, "name": "node~_N~feat", "uid": uid}, own)
     frames = [m for msg in bad.values() for m in (msg, good)]
-    replies = _raw(frames, peer.endpoint, cluster.credentials)
+    replies = _raw(frames, peer, cluster.credentials)
     for i, what in enumerate(bad):
         err, ok = replies[2 * i], replies[2 * i + 1]
         assert err["ok"] is False and err["error"], what
@@ -303,7 +303,7 @@ def test_requests_merged_into_one_message_are_each_answered(dist, cluster):
     arrays = [own, own, before + 7, own, own]
     msg = _msg({"op": wire.MANY, "rid": 1, "parts": parts, "counts": [1, 2, 1, 0, 1]}, *arrays)
     sock = zmq.Context.instance().socket(zmq.DEALER)
-    cluster.credentials.client(sock)
+    cluster.credentials.client(sock, peer.audience)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(peer.endpoint)
     try:
@@ -330,7 +330,7 @@ def test_malformed_merged_messages_are_refused(dist, cluster, what, header, mess
     peer = server_addresses(parse_ip_config(cluster.ip_config), 1)[0]
     (reply,) = _raw([_msg({"op": wire.MANY, "rid": 3, **header}, torch.tensor([1]))
                      if what == "counts off" else _msg({"op": wire.MANY, "rid": 3, **header})],
-                    peer.endpoint, cluster.credentials)
+                    peer, cluster.credentials)
     assert reply["ok"] is False and message in reply["error"], what
 
 

@@ -33,6 +33,12 @@ class PeerAddress:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"tcp://{host}:{self.port}"
 
+    @property
+    def audience(self) -> str:
+        """The name a connection's proof of the job secret is made for (`rpc.auth`): this
+        server's place in the job, not its address (which a proxy or NAT may change)."""
+        return f"server {self.server_id} of machine {self.machine_id}"
+
     def __str__(self) -> str:
         return f"server {self.server_id} of machine {self.machine_id} at {self.host}:{self.port}"
 

@@ -14,14 +14,15 @@ from ..distributed import exit_client
 from ..rpc.wire import pack, unpack
 from .collate import collator_from_spec
 from ..errors import DistGraphError
-from .workers import ENDPOINT, encode
+from .workers import ENDPOINT, encode, worker_audience
 
 
 def main() -> None:
     torch.set_num_threads(1)
     ctx = zmq.Context()
     sock = ctx.socket(zmq.PAIR)
-    ProcessEnv.from_environ().credentials().client(sock)
+    env = ProcessEnv.from_environ()
+    env.credentials().client(sock, worker_audience(env.rank, env.sampler_id))
     sock.setsockopt(zmq.LINGER, 5000)
     sock.connect(os.environ[ENDPOINT])
     try:

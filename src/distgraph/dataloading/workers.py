@@ -41,6 +41,11 @@ STOP_SECONDS = 10.0  # for the workers to say goodbye to the servers and exit
 ENDPOINT = "DISTGRAPH_SAMPLER_ENDPOINT"
 
 
+def worker_audience(rank: int, index: int) -> str:
+    """Whom a sampler process proves the job secret to: its trainer's socket for it (`rpc.auth`)."""
+    return f"sampler {index} of trainer {rank}"
+
+
 def encode(batch: tuple) -> tuple[dict, list[torch.Tensor]]:
     """A node or edge mini-batch (typed or not, with any data attached to its blocks and pair
     graphs) as a header and a flat list of arrays."""
@@ -103,10 +108,11 @@ def decode(header: dict, arrays: list[torch.Tensor], id_map=None) -> tuple:
 
 
 class _Worker:
-    def __init__(self, ctx: zmq.Context, index: int, credentials: Credentials):
+    def __init__(self, ctx: zmq.Context, rank: int, index: int, credentials: Credentials):
         self.index = index
         self.sock = ctx.socket(zmq.PAIR)
-        credentials.server(self.sock)  # only a process that proves the job's secret can be this worker
+        # only a process that proves the job's secret to this worker's socket can be this worker
+        credentials.server(self.sock, worker_audience(rank, index))
         self.sock.setsockopt(zmq.LINGER, 0)
         port = self.sock.bind_to_random_port("tcp://127.0.0.1")
         self.lifeline = Lifeline()
@@ -131,7 +137,7 @@ class SamplerPool:
         self.startup_timeout, self.batch_timeout = ctx.timeouts.startup, ctx.timeouts.request
         self.zmq = zmq.Context()
         self.authenticator = Authenticator(self.zmq, ctx.credentials, f"distgraph trainer (rank {ctx.rank})")
-        self.workers = [_Worker(self.zmq, i, ctx.credentials) for i in range(num)]
+        self.workers = [_Worker(self.zmq, ctx.rank, i, ctx.credentials) for i in range(num)]
         self.ready = False
         self.specs: dict[str, tuple[int, list]] = {}  # a collator spec (as JSON, array ids) -> its id, arrays
         self.runs = 0

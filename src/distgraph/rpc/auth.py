@@ -2,15 +2,22 @@
 
 The launcher makes a secret per job and hands it to every process in its environment
 (never on a command line, never in a file). A client connects with ZeroMQ's PLAIN
-mechanism, but its user name is a fresh random nonce and its password HMAC-SHA256(secret,
-nonce): the secret never crosses the wire, and a recorded handshake cannot be replayed
-(a server accepts each nonce once). The listening side checks in a ZAP handler thread and
-refuses anything else, before the connection carries a single message; the refused peer's
-ZeroMQ reports the refusal (`EVENT_HANDSHAKE_FAILED_AUTH`), which the transport turns into
-an error naming the server. The check happens once per connection, so messages cost
-nothing more. With `encrypt`, ZeroMQ's CURVE replaces PLAIN (traffic is encrypted too):
-the server's and the clients' key pairs derive from the secret, and the handler checks the
-client's key.
+mechanism: its user name is a fresh random nonce, its password HMAC-SHA256 over the
+protocol version, the *audience* (the identity of the one server it is meant for, e.g.
+"server 0 of machine 1") and the nonce. The secret never crosses the wire, and a recorded
+handshake is worth nothing anywhere else or later: another server computes the MAC over its
+own audience and refuses it, and the server it was made for accepts each nonce once, so a
+replay on a later connection is refused too. A server carries its audience in the socket's
+ZAP domain, which the handler checks the MAC against; another job has another secret.
+
+The listening side checks in a ZAP handler thread and refuses anything else, before the
+connection carries a single message; the refused peer's ZeroMQ reports the refusal
+(`EVENT_HANDSHAKE_FAILED_AUTH`), which the transport turns into an error naming the server.
+The check happens once per connection, so messages cost nothing more. PLAIN authenticates
+clients, not servers, and does not hide or protect traffic after the handshake; with
+`encrypt`, ZeroMQ's CURVE replaces it (the server's and the clients' key pairs derive from
+the secret, the handler checks the client's key), which also authenticates the server and
+encrypts and authenticates every message. docs/architecture.md states the threat model.
 """
 
 from __future__ import annotations
@@ -26,13 +33,20 @@ import zmq
 from zmq.utils import z85
 
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
-DOMAIN = b"distgraph"
+DOMAIN_PREFIX = b"distgraph:"  # + the server's audience: the ZAP domain of a job's listening socket
+PLAIN_VERSION = b"distgraph-plain-2"
+NONCE_BYTES = 16
 REFUSAL = "distgraph: this peer did not prove it belongs to the job (a wrong or missing job secret)"
 
 
 def _curve_pair(secret: bytes, role: bytes) -> tuple[bytes, bytes]:
     private = z85.encode(hashlib.sha256(secret + b"/curve/" + role).digest())
     return zmq.curve_public(private), private
+
+
+def _proof(secret: bytes, audience: bytes, nonce: bytes) -> bytes:
+    message = b"\0".join((PLAIN_VERSION, audience, nonce))
+    return hmac.new(secret, message, hashlib.sha256).hexdigest().encode()
 
 
 @dataclass(frozen=True)
@@ -46,36 +60,41 @@ class Credentials:
     def new(cls, encrypt: bool = False) -> "Credentials":
         return cls(secrets.token_hex(32).encode(), encrypt)
 
-    def client(self, sock: zmq.Socket) -> None:
-        """Make `sock` prove the secret when it connects."""
+    def client(self, sock: zmq.Socket, audience: str) -> None:
+        """Make `sock` prove the secret to the one server called `audience` when it connects
+        (with a proof that server accepts once)."""
         if self.encrypt:
             server_public, _ = _curve_pair(self.secret, b"server")
             public, private = _curve_pair(self.secret, b"client")
             sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = server_public, public, private
         else:
-            nonce = secrets.token_hex(16).encode()
+            nonce = secrets.token_hex(NONCE_BYTES).encode()
             sock.plain_username = nonce
-            sock.plain_password = hmac.new(self.secret, nonce, hashlib.sha256).hexdigest().encode()
+            sock.plain_password = _proof(self.secret, audience.encode(), nonce)
 
-    def server(self, sock: zmq.Socket) -> None:
-        """Make `sock` (before it binds) accept only peers that prove the secret; an
-        `Authenticator` must run in its context."""
-        sock.zap_domain = DOMAIN
+    def server(self, sock: zmq.Socket, audience: str) -> None:
+        """Make `sock` (before it binds) accept only peers that prove the secret to `audience`;
+        an `Authenticator` must run in its context."""
+        sock.zap_domain = DOMAIN_PREFIX + audience.encode()
         if self.encrypt:
             public, private = _curve_pair(self.secret, b"server")
             sock.curve_server, sock.curve_publickey, sock.curve_secretkey = True, public, private
         else:
             sock.plain_server = True
 
-    def accepts(self, mechanism: bytes, credentials: list[bytes], seen: set[bytes]) -> bool:
+    def accepts(self, domain: bytes, mechanism: bytes, credentials: list[bytes], seen: set[bytes]) -> bool:
+        """Whether a handshake to the socket of ZAP `domain` proves the secret; a PLAIN nonce
+        is accepted once (added to `seen`)."""
+        if not domain.startswith(DOMAIN_PREFIX):
+            return False
         if self.encrypt:
             return mechanism == b"CURVE" and len(credentials) == 1 and hmac.compare_digest(
                 z85.encode(credentials[0]), _curve_pair(self.secret, b"client")[0])
         if mechanism != b"PLAIN" or len(credentials) != 2:
             return False
         nonce, proof = credentials
-        expected = hmac.new(self.secret, nonce, hashlib.sha256).hexdigest().encode()
-        if len(nonce) < 16 or nonce in seen or not hmac.compare_digest(proof, expected):
+        expected = _proof(self.secret, domain[len(DOMAIN_PREFIX):], nonce)
+        if len(nonce) != 2 * NONCE_BYTES or nonce in seen or not hmac.compare_digest(proof, expected):
             return False
         seen.add(nonce)
         return True
@@ -90,7 +109,7 @@ class Authenticator:
         self._sock.linger = 0
         self._sock.bind(ZAP_ENDPOINT)
         self._stop = threading.Event()
-        self._seen: set[bytes] = set()
+        self._seen: set[bytes] = set()  # PLAIN nonces accepted: a handshake proves the secret once
         self._told: set[bytes] = set()  # addresses whose refusal was printed (their ZeroMQ retries)
         self._thread = threading.Thread(target=self._serve, name="distgraph-auth", daemon=True)
         self._thread.start()
@@ -101,7 +120,7 @@ class Authenticator:
                 continue
             frames = self._sock.recv_multipart()
             version, request_id, domain, address, _identity, mechanism, *credentials = frames + [b""] * (6 - len(frames))
-            ok = domain == DOMAIN and self.credentials.accepts(mechanism, credentials, self._seen)
+            ok = self.credentials.accepts(domain, mechanism, credentials, self._seen)
             if not ok and address not in self._told:
                 self._told.add(address)
                 print(f"{self.label}: refused a connection from {address.decode(errors='replace')} that did not "

@@ -84,12 +84,12 @@ class Batch:
 
 class ServerSocket:
     """The listening side: receives requests with the sender's identity, replies to it; only
-    peers that prove `credentials` get through."""
+    peers that prove `credentials` to `audience` (this server's `PeerAddress.audience`) get through."""
 
-    def __init__(self, endpoint: str, send_timeout: float, credentials: Credentials, label: str):
+    def __init__(self, endpoint: str, send_timeout: float, credentials: Credentials, label: str, audience: str):
         self.authenticator = Authenticator(zmq.Context.instance(), credentials, label)
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
-        credentials.server(self.socket)
+        credentials.server(self.socket, audience)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.socket.setsockopt(zmq.SNDTIMEO, int(send_timeout * 1000))
         self.socket.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_MS)
@@ -131,7 +131,7 @@ class _Conn:
     def __init__(self, peer: PeerAddress, timeout: float, credentials: Credentials):
         self.peer = peer
         self.socket = zmq.Context.instance().socket(zmq.DEALER)
-        credentials.client(self.socket)
+        credentials.client(self.socket, peer.audience)
         for opt, value in ((zmq.LINGER, 0), (zmq.SNDTIMEO, int(timeout * 1000)),
                            (zmq.HEARTBEAT_IVL, HEARTBEAT_MS), (zmq.HEARTBEAT_TIMEOUT, int(timeout * 1000))):
             self.socket.setsockopt(opt, value)
