@@ -7,6 +7,7 @@ request loop with the graph operations, and the lifeline that ends it with its l
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 
@@ -82,4 +83,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # the socket and shared memory are released: skip the interpreter's teardown of torch and
+    # friends (about a second), so a stopped server is gone well inside the launcher's grace
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

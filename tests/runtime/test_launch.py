@@ -89,6 +89,32 @@ def test_cli_keeps_the_command_given_after_extra_envs(monkeypatch):
     assert seen[0].extra_envs == ["A=1", "B=x y"] and seen[1].extra_envs == []
 
 
+def test_cli_quotes_each_word_of_an_argv_after_the_separator(monkeypatch):
+    import distgraph.cli.launch as cli_launch
+    from distgraph.cli.main import main
+
+    seen = []
+    monkeypatch.setattr(cli_launch, "launch", lambda opts: seen.append(opts) or 0)
+    common = ["launch", "--workspace", "w", "--num_trainers", "1", "--part_config", "p.json", "--ip_config", "ip"]
+    assert main(common + ["--", "python3", "t.py", "--a", "b c", "--q", "it's"]) == 0
+    assert main(common + ["python3 t.py --a 'b c'"]) == 0  # DGL's one-string form is a command line
+    assert seen[0].command == "python3 t.py --a 'b c' --q 'it'\"'\"'s'"
+    assert seen[1].command == "python3 t.py --a 'b c'"
+
+
+def test_trainers_may_work_on_their_own_after_the_servers_left(parts, tmp_path, launches):
+    """Servers exiting after every goodbye is the normal end, not a fault: the launcher waits for
+    trainers busy with local work after `exit_client()`, says nothing about the servers, and the
+    script's argv arrives as typed after `--`."""
+    job = launches(tmp_path, parts[2], [1, 1],
+                   [sys.executable, str(SCRIPTS / "after_exit.py"), "8", "--a", "b c", "it's"])
+    assert job.wait(300) == 0, job.output
+    done = [line for line in job.out if 'local work done ["--a", "b c", "it\'s"]' in line]
+    assert len(done) == 2, job.output
+    assert "[launch]" not in "".join(job.err), job.output  # no false alarm, nothing stopped
+    _assert_job_gone(job)
+
+
 def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path, monkeypatch):
     from distgraph.launch import LaunchOptions, SshOptions, make_plan
     from distgraph.launch.ssh import python_module_line

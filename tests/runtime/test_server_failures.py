@@ -2,11 +2,13 @@
 timeout, never a hang."""
 
 import signal
+import threading
 import time
 
 import pytest
 import torch
 
+from distgraph.cluster.shm_files import SegmentNamer
 from distgraph.rpc import PeerError
 
 from .conftest import Cluster
@@ -52,3 +54,46 @@ def test_hung_server_times_out_with_its_name(cluster, trainer_env, runtime):
         emb.weight.push_rows(torch.tensor([0]), torch.ones(1, 4), {"kind": "adagrad", "lr": 0.1, "eps": 1e-10})
     assert TIMEOUT - 0.5 < time.monotonic() - start < TIMEOUT + 60  # the deadline fired (a generous bound)
     cluster.procs[(0, 0)].send_signal(signal.SIGCONT)
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "pulling"])
+def test_a_stopped_server_exits_within_the_launchers_grace(parts, tmp_path, trainer_env, runtime, monkeypatch, busy):
+    """SIGTERM wakes the request loop at once and the server skips the interpreter's teardown,
+    so it exits cleanly (code 0, shared memory removed) well before the launcher would SIGKILL
+    it, idle and while a trainer streams pulls of its rows."""
+    from distgraph.launch.supervisor import TERM_GRACE_SECONDS
+
+    cluster = Cluster(parts[2], tmp_path / "ip_config.txt", [1, 1], timeout=TIMEOUT)
+    try:
+        trainer_env(cluster, 0)
+        monkeypatch.setenv("DISTGRAPH_HOST_SHM", "0")
+        runtime.initialize()
+        feat = runtime.DistTensor((2000, 16), torch.float32, "node~_N~feat")
+        remote = torch.arange(*runtime.get_context().book.node_range(1, "_N"))
+        pulls, stop = [], threading.Event()
+
+        def pull():
+            while not stop.is_set():
+                try:
+                    pulls.append(feat[remote].shape[0])
+                except Exception:
+                    return
+
+        puller = threading.Thread(target=pull, daemon=True)
+        if busy:
+            puller.start()
+            while len(pulls) < 20:
+                time.sleep(0.01)
+        server = cluster.procs[(1, 0)]
+        start = time.monotonic()
+        server.terminate()
+        server.wait(60)
+        took = time.monotonic() - start
+        stop.set()
+        if busy:
+            puller.join(30)
+        assert server.returncode == 0
+        assert took < TERM_GRACE_SECONDS, f"{took:.1f} s after SIGTERM"  # generous: typically 0.2 s
+        assert not SegmentNamer(cluster.session, "g", 1).all_files(), "the stopped server left shared memory"
+    finally:
+        cluster.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from ..launch import LaunchOptions, launch
 from .copy import add_ssh_args, ssh_options
@@ -38,13 +39,20 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def command_line(words: list[str]) -> str:
+    """The shell command for the user's words: one word is a command line as DGL's launch.py
+    takes it (`"python3 train.py --lr 0.1"`); several are an argv (`-- python3 train.py --a "b c"`),
+    each word quoted so the script gets them as typed."""
+    return words[0] if len(words) == 1 else shlex.join(words)
+
+
 def run(args: argparse.Namespace) -> int:
     words = args.user_command[1:] if args.user_command[:1] == ["--"] else args.user_command
     extra_envs = list(args.extra_envs)
     while not words and extra_envs and "=" not in extra_envs[-1].split()[0]:
         words = [extra_envs.pop()]  # `--extra_envs A=1 "python3 train.py"`: argparse took the command too
     return launch(LaunchOptions(
-        workspace=args.workspace, command=" ".join(words), part_config=args.part_config, ip_config=args.ip_config,
+        workspace=args.workspace, command=command_line(words), part_config=args.part_config, ip_config=args.ip_config,
         num_trainers=args.num_trainers, num_servers=args.num_servers, num_samplers=args.num_samplers,
         num_server_threads=args.num_server_threads, num_omp_threads=args.num_omp_threads, ssh=ssh_options(args),
         extra_envs=extra_envs, master_port=args.master_port, encrypt=args.encrypt))

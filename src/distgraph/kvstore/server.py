@@ -10,7 +10,10 @@ or on SIGTERM/SIGINT; the store's shared memory is removed on the way out in eve
 from __future__ import annotations
 
 import signal
+from socket import socketpair
 from dataclasses import dataclass, field
+
+import zmq
 
 from ..rpc.transport import ServerSocket
 from ..rpc.wire import WireError, unpack_arrays, unpack_header
@@ -39,22 +42,36 @@ class KVServer:
         self.trainers_done = 0
         self.barrier = _Barrier()
         self.stopping = False
+        self.signalled = False
 
     def serve(self) -> None:
-        """Run until the session ends; always release the socket and shared memory."""
+        """Run until the session ends; always release the socket and shared memory. A signal
+        wakes the loop at once (through `signal.set_wakeup_fd`), so SIGTERM ends a server in
+        well under a second, idle or busy."""
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        wake_read, wake_write = socketpair()
+        wake_read.setblocking(False)
+        wake_write.setblocking(False)
+        previous_fd = signal.set_wakeup_fd(wake_write.fileno(), warn_on_full_buffer=False)
+        poller = zmq.Poller()
+        poller.register(self.socket.socket, zmq.POLLIN)
+        poller.register(wake_read, zmq.POLLIN)
         try:
             while not self.stopping:
-                if self.socket.poll(POLL_SECONDS):
+                if dict(poller.poll(POLL_SECONDS * 1000)).get(self.socket.socket):
                     self._serve_one()
         finally:
+            signal.set_wakeup_fd(previous_fd)
             for s, h in previous.items():
                 signal.signal(s, h)
-            self.socket.close()
+            wake_read.close()
+            wake_write.close()
+            # stopped by a signal: replies still queued are not waited for
+            self.socket.close(linger=0 if self.signalled else None)
             self.store.close()
 
     def _on_signal(self, signum: int, frame) -> None:
-        self.stopping = True
+        self.stopping = self.signalled = True
 
     def _serve_one(self) -> None:
         identity, frames = self.socket.recv()

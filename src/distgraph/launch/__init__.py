@@ -1,16 +1,15 @@
-"""`distgraph launch`: start servers and trainers on every machine of ip_config."""
+"""`distgraph launch`: start servers and trainers on every machine of ip_config.
 
-from ..cluster.ip_config import DEFAULT_PORT, MachineSpec, parse_ip_config, server_addresses
-from .plan import LaunchOptions, Plan, ProcessSpec, make_plan
-from .runner import run
-from .ssh import SshOptions
+Names are imported on first use (`distgraph.lazy`), so `python -m distgraph.launch.agent`
+runs the agent without the package importing it first (and without Python's warning that
+it did)."""
 
+from ..lazy import lazy_exports
 
-def launch(opts: LaunchOptions) -> int:
-    """Plan and run a job; returns the exit code (that of the first failing process, or 0)."""
-    plan = make_plan(opts)
-    return run(plan, opts.ssh)
-
-
-__all__ = ["launch", "LaunchOptions", "Plan", "ProcessSpec", "make_plan", "run", "SshOptions", "DEFAULT_PORT",
-           "MachineSpec", "parse_ip_config", "server_addresses"]
+_EXPORTS = {
+    **{n: f"..cluster.ip_config:{n}" for n in ("DEFAULT_PORT", "MachineSpec", "parse_ip_config", "server_addresses")},
+    **{n: f".plan:{n}" for n in ("LaunchOptions", "Plan", "ProcessSpec", "make_plan")},
+    "run": ".runner:run", "SshOptions": ".ssh:SshOptions", "launch": ".runner:launch",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -6,9 +6,11 @@ Servers start first, then trainers. Every output line is printed as
 (SIGSTOP), or a host that is lost, stops the whole job, and the launcher exits with that
 process's code (128+N for a signal N; 1 for a stopped one; 255 for a lost host); Ctrl-C
 stops the job with 130. When every trainer has succeeded, servers get a grace period to
-see the goodbyes and exit by themselves; when a server exits cleanly while trainers still
-run (a shutdown request), the trainers get one to finish. Shared memory of the session is
-swept on every host at the end, even after a kill.
+see the goodbyes and exit by themselves. A server that exits cleanly has seen every
+trainer's goodbye (or a shutdown request): that is the normal end of the distributed part,
+and trainers may go on with work of their own (saving, evaluating) for as long as they
+need, still watched for failure, stops and Ctrl-C. Shared memory of the session is swept
+on every host at the end, even after a kill.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections import defaultdict
 
 from ..cluster.lifeline import beat_forever
 from ..cluster.shm_files import SHM_DIR, session_glob
-from .plan import Plan, ProcessSpec, server_python
+from .plan import LaunchOptions, Plan, ProcessSpec, make_plan, server_python
 from .remote import RemoteHost
 from .ssh import SshOptions
 from .supervisor import STOPPED_SECONDS, HostSupervisor, LineSink, sweep_shared_memory
@@ -30,9 +32,7 @@ from .supervisor import STOPPED_SECONDS, HostSupervisor, LineSink, sweep_shared_
 POLL_SECONDS = 0.05
 STATE_CHECK_SECONDS = 0.5  # how often process states (stopped?) are read
 SERVER_GRACE_SECONDS = 30.0  # after the last trainer exits, before servers are stopped
-TRAINER_GRACE_SECONDS = 30.0  # after a server exits mid-job, before the trainers are stopped
-REPORT_SECONDS = 5.0  # a server exited that long ago and trainers still run: say so
-STOPPED_EXIT_CODE = 1  # also for trainers outliving the servers
+STOPPED_EXIT_CODE = 1
 
 
 class _Interrupted(Exception):
@@ -106,8 +106,7 @@ class Job:
 
     def supervise(self) -> int:
         """Wait for the job; the exit code of the first failing process, or 0."""
-        trainers_done_at = server_gone_at = None
-        reported: set[str] = set()
+        trainers_done_at = None
         next_state_check = time.monotonic()
         while True:
             codes = self.exit_codes()  # (this also notices a host whose session ended)
@@ -121,26 +120,15 @@ class Job:
                 return _exit_code(failed[1])
             if all(rc == 0 for rc in codes.values()):
                 return 0
-            roles = {label: self.specs[label].role for label in codes}
-            trainers_running = any(rc is None for label, rc in codes.items() if roles[label] == "trainer")
-            gone = [label for label, rc in codes.items() if rc == 0 and roles[label] == "server"]
-            if gone and trainers_running:
-                server_gone_at = server_gone_at or time.monotonic()
-                unreported = [label for label in gone if label not in reported]
-                # trainers take a moment to exit after their goodbyes, which end the servers
-                if unreported and time.monotonic() - server_gone_at > REPORT_SECONDS:
-                    reported.update(unreported)
-                    self.say(f"{', '.join(map(self.name, unreported))} exited (code 0) while trainers are still "
-                             f"running; the trainers cannot use them any more (was a shutdown sent?)")
+            # a server that exited cleanly saw every goodbye (or a shutdown request): trainers may
+            # still work on their own for as long as they like; one that still needs it fails by itself
+            trainers_running = any(rc is None for label, rc in codes.items() if self.specs[label].role == "trainer")
             if trainers_done_at is None and not trainers_running:
                 trainers_done_at = time.monotonic()
             if trainers_done_at is not None and time.monotonic() - trainers_done_at > SERVER_GRACE_SECONDS:
                 self.say(f"servers still running {SERVER_GRACE_SECONDS:g} s after the trainers finished "
                          f"(did the script call distgraph.initialize()?); stopping them")
                 return 0
-            if server_gone_at is not None and time.monotonic() - server_gone_at > TRAINER_GRACE_SECONDS:
-                self.say(f"trainers still running {TRAINER_GRACE_SECONDS:g} s after a server exited; stopping them")
-                return STOPPED_EXIT_CODE
             if time.monotonic() >= next_state_check:
                 next_state_check = time.monotonic() + STATE_CHECK_SECONDS
                 stuck = (self.local.stopped() if self.local else None) or next(
@@ -172,6 +160,11 @@ class Job:
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             self.say(f"could not remove shared memory {glob} on {remote.host}: {exc}")
+
+
+def launch(opts: LaunchOptions) -> int:
+    """Plan and run a job; returns the exit code (that of the first failing process, or 0)."""
+    return run(make_plan(opts), opts.ssh)
 
 
 def run(plan: Plan, ssh: SshOptions = SshOptions(), sink: LineSink | None = None) -> int:

@@ -115,9 +115,10 @@ class ServerSocket:
         except zmq.Again:
             pass  # the client is gone or not reading; it will time out on its side
 
-    def close(self) -> None:
-        """Close after flushing the last replies (a goodbye's answer must reach the client)."""
-        self.socket.close(linger=CLOSE_LINGER_MS)
+    def close(self, linger: float | None = None) -> None:
+        """Close after flushing the last replies (a goodbye's answer must reach the client) for
+        up to `linger` seconds (default CLOSE_LINGER_MS)."""
+        self.socket.close(linger=CLOSE_LINGER_MS if linger is None else int(linger * 1000))
         self.authenticator.close()
 
 
