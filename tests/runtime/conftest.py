@@ -135,7 +135,7 @@ class Cluster:
             for m, n in enumerate(servers_per_machine):
                 for s in range(n):
                     env = child_env(**self.env("server", m), DISTGRAPH_SERVER_ID=str(s))
-                    p = subprocess.Popen([sys.executable] + (["/tmp/srvwrap.py"] if os.environ.get("SRVWRAP") else ["-m", "distgraph.server"]), env=env, text=True,
+                    p = subprocess.Popen([sys.executable, "-m", "distgraph.server"], env=env, text=True,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                     self.procs[(m, s)], self.stderr[(m, s)] = p, []
                     threading.Thread(target=_collect, args=(p.stderr, self.stderr[(m, s)]), daemon=True).start()
