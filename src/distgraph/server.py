@@ -16,6 +16,7 @@ from .cluster.lifeline import watch
 from .distributed.partition_data import publish_partition_data
 from .distributed.policy import PolicyTable
 from .errors import DistGraphError, InputError
+from .files import make_private
 from .kge.ranking import rank_ops
 from .kvstore.server import KVServer
 from .kvstore.shm import SegmentNamer
@@ -70,6 +71,7 @@ def serve(env: ProcessEnv) -> None:
 
 def main() -> int:
     """Serve until the session ends; exit code 2 with one message on a configuration error."""
+    make_private()  # checkpoint pieces it writes are the user's alone
     try:
         env = ProcessEnv.from_environ()
         if env is None or env.role != "server":

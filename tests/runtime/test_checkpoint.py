@@ -3,6 +3,8 @@ step counts) and each trainer's own state save and load; a resumed run continues
 the uninterrupted one; a checkpoint loads onto another number of servers per machine but not
 onto another partitioning; an incomplete or damaged checkpoint loads nothing."""
 
+import os
+import stat
 import json
 import sys
 
@@ -49,8 +51,15 @@ def test_standalone_resume_equals_an_uninterrupted_run(parts, runtime, tmp_path)
     tables = _tables(runtime)
     _train(*tables, steps=3, seed=0)
     state = {"step": 3, "rng": torch.get_rng_state(), "note": "after three steps"}
-    path = runtime.save_checkpoint(tmp_path / "ck", tables, state)
+    old_umask = os.umask(0o022)  # a user's permissive umask: the checkpoint is still theirs alone
+    try:
+        path = runtime.save_checkpoint(tmp_path / "ck", tables, state)
+    finally:
+        os.umask(old_umask)
     assert (path / "checkpoint.json").is_file() and (path / "trainer-0.pt").is_file()
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in [path, *path.rglob("*")]}
+    assert len(modes) > 3 and all(m == (0o700 if (path / n).is_dir() or n == path.name else 0o600)
+                                  for n, m in modes.items()), modes
     saved = _values(*tables)
     _train(*tables, steps=4, seed=1)
     uninterrupted = _values(*tables)

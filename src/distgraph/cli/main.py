@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from ..errors import DistGraphError
+from ..files import make_private
 
 # Each module exposes `register(subparsers)`, which adds its parser and sets `func`.
 SUBCOMMANDS = ("generate", "partition", "copy", "launch", "kge")
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    make_private()  # what a command writes, and every process a launch starts, is the user's alone
     try:
         code = args.func(args)
     except DistGraphError as exc:

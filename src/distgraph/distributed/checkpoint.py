@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from ..files import private_files
 from ..errors import DistGraphError, InputError
 from ..kvstore.snapshot import Piece
 from ..partition.layout import PartitionConfig
@@ -90,6 +91,7 @@ def _trainer_file(path: Path, rank: int) -> Path:
     return path / f"trainer-{rank}.pt"
 
 
+@private_files()  # the model and its optimiser state are the user's alone, whatever the caller's umask
 def save_checkpoint(path: str | Path, tensors: Sequence[DistTensor | DistEmbedding],
                     state: dict | None = None) -> Path:
     """Save `tensors` (rows and server-side optimiser state) and this trainer's `state` (a dict

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
+from ..files import private_files
 from .config import TrainConfig
 from .data import read_dict, write_dict
 from .models import KGEModel, create_model
@@ -39,6 +40,7 @@ def _table_file(path: Path, cfg: TrainConfig, table: str) -> Path:
     return path / f"{cfg.dataset}_{cfg.model_name}{_SUFFIX[table]}.npy"
 
 
+@private_files()
 def save_model(path: Path, cfg: TrainConfig, tables: dict[str, torch.Tensor], entities: list[str],
                relations: list[str]) -> None:
     """Write the embeddings (rows in the original ids), the id maps and config.json into `path`."""

@@ -24,6 +24,7 @@ import time
 
 from ..cluster.lifeline import SILENCE_SECONDS, read_line, watch
 from ..errors import DistGraphError
+from ..files import make_private
 from .plan import ProcessSpec
 from .supervisor import POLL_SECONDS, HostSupervisor, sweep_shared_memory
 
@@ -68,6 +69,7 @@ def check_host(job: dict) -> None:
 
 
 def main() -> int:
+    make_private()  # this host's processes write the user's files: owner only, as on the launcher's host
     send = _Events()
     line = read_line(LIFELINE, SILENCE_SECONDS)
     if not line:

@@ -85,7 +85,7 @@ def _host_argv(host: str, line: str, ssh: SshOptions) -> list[str]:
 def _listing(host: str, workspace: str, ssh: SshOptions) -> dict[str, tuple[int, int]]:
     """Path -> (size, mtime in whole seconds) of the files already in the host's workspace."""
     ws = _quoted_path(workspace)
-    line = f"mkdir -p {ws} && cd {ws} && find . -type f -printf '%P\\t%s\\t%T@\\n'"
+    line = f"umask 077 && mkdir -p {ws} && cd {ws} && find . -type f -printf '%P\\t%s\\t%T@\\n'"
     done = subprocess.run(_host_argv(host, line, ssh), capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           timeout=120)
     if done.returncode != 0:
@@ -113,7 +113,8 @@ class _Progress:
 def _send(host: str, workspace: str, files: Files, ssh: SshOptions, desc: str) -> None:
     from tqdm import tqdm
 
-    line = f"cd {_quoted_path(workspace)} && tar -x --no-same-owner -f -"
+    # the host's copies are the user's alone (0600/0700), even where tar runs as root
+    line = f"umask 077 && cd {_quoted_path(workspace)} && tar -x --no-same-owner --no-same-permissions -f -"
     proc = subprocess.Popen(_host_argv(host, line, ssh), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     total = sum(f.stat().st_size for f in files.values())

@@ -16,6 +16,7 @@ from tqdm import tqdm
 from ..array_graph import ArrayGraph, DataDict
 from ..arrays import gather_rows, group_keys, inverse_permutation, offsets, unique_inverse, unique_sorted
 from ..errors import PartitionError
+from ..files import private_files
 from .assign import assign_parts, node_mask, positive_int
 from .layout import DataSpec, PartMeta, PartitionConfig, check_name, config_json, etype_key, part_files
 from .in_edges import InEdges
@@ -279,6 +280,7 @@ def _data_meta(store: dict[str, DataDict]) -> tuple[dict, dict]:
     return names, meta
 
 
+@private_files()  # the user's graph and features: owner-only files, whatever the caller's umask
 def partition_graph(
     g: ArrayGraph,
     graph_name: str,
