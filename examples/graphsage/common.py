@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import sys
@@ -80,7 +79,13 @@ def finish(distributed: bool) -> None:
 
 
 def wrap(model: torch.nn.Module, distributed: bool) -> torch.nn.Module:
-    return torch.nn.parallel.DistributedDataParallel(model) if distributed else model
+    """DDP when launched, summing gradients in rank order so that a resumed run equals the
+    uninterrupted one bit for bit with any number of trainers (`rank_order_allreduce_hook`)."""
+    if not distributed:
+        return model
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp.register_comm_hook(None, dg.distributed.rank_order_allreduce_hook)
+    return ddp
 
 
 def all_sum(values: list[float], distributed: bool) -> list[float]:
@@ -100,40 +105,12 @@ def optimizer(model: torch.nn.Module, args: argparse.Namespace) -> torch.optim.O
     return torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
 
 
-class Checkpoints:
-    """Epoch checkpoints of a run (`--checkpoint_dir`, `--checkpoint_interval`, `--resume`): the
-    dense model and optimizer, the random state, `extra` (the run's own plain values, such as
-    its best epoch so far), and any DistEmbeddings with their optimizer state."""
+class Checkpoints(dg.distributed.EpochCheckpoints):
+    """The run's epoch checkpoints from the command line's --checkpoint_dir, --checkpoint_interval, --resume."""
 
     def __init__(self, args: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Optimizer,
                  embeddings: list = ()):
-        self.dir = dg.CheckpointDir(args.checkpoint_dir) if args.checkpoint_dir else None
-        self.interval, self.resume = args.checkpoint_interval, args.resume
-        self.model, self.opt, self.embeddings = model, opt, list(embeddings)
-        self.extra: dict = {}
-
-    def start_epoch(self) -> int:
-        """0, or with --resume the epoch after the newest checkpoint (whose state is restored)."""
-        found = self.dir.load_latest(self.embeddings) if self.resume else None
-        if found is None:
-            return 0
-        epoch, state = found
-        self.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["opt"])
-        torch.set_rng_state(state["rng"])
-        self.extra = dict(state.get("extra", {}))
-        print(f"resumed from {self.dir.path(epoch)}", flush=True)
-        return epoch + 1
-
-    def end_epoch(self, epoch: int, last: bool) -> None:
-        if self.dir is not None and ((epoch + 1) % self.interval == 0 or last):
-            self.dir.save(epoch, self.embeddings, {"model": self.model.state_dict(), "opt": self.opt.state_dict(),
-                                                   "rng": torch.get_rng_state(), "extra": self.extra})
+        super().__init__(args.checkpoint_dir, model, opt, embeddings, args.checkpoint_interval, args.resume)
 
 
-def digest(model: torch.nn.Module) -> str:
-    """A short hash of every parameter's bytes: equal digests mean bitwise-equal models."""
-    h = hashlib.sha256()
-    for p in model.parameters():
-        h.update(p.detach().contiguous().numpy().tobytes())
-    return h.hexdigest()[:16]
+digest = dg.distributed.model_digest

@@ -10,7 +10,9 @@ norm, dropout) over the block's homogeneous view, each relation averaged (RGCN's
 Dense weights are trained with DDP when launched. Mini-batches sample `--fanout` in-edges of
 every edge type per node; paper features and labels come with them (prefetched where the
 batch is made). Validation and test predictions go into a persistent DistTensor, and trainer
-0 reports the accuracy over all of them.
+0 reports the accuracy over all of them. `--checkpoint-dir` saves every `--checkpoint-interval`
+epochs (the model, both optimizers, the sparse embeddings with their SparseAdam state, the
+random state and the best epoch so far); `--resume` continues from the newest.
 
 Standalone (a 1-part partition):
     python entity_classify_dist.py --graph-name mag --dataset mag --conf-path parts1/mag.json --standalone
@@ -76,6 +78,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--sparse-embedding", action="store_true", help="DistEmbedding + SparseAdam for featureless types")
     add("--layer-norm", action="store_true")
     add("--seed", type=int, default=0)
+    add("--checkpoint-dir", help="save a checkpoint (model, optimizers, sparse embeddings, random state) into this folder")
+    add("--checkpoint-interval", type=int, default=1, help="epochs between checkpoints")
+    add("--resume", action="store_true",
+        help="continue from the newest complete checkpoint in --checkpoint-dir (from scratch if none)")
     for flag in ("--low-mem", "--dgl-sparse", "--relabel"):
         add(flag, action="store_true", help="accepted for DGL's command lines")
     for flag in ("--num-workers", "--num-servers", "--id", "--local-rank"):
@@ -83,6 +89,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.num_gpus > 0:
         p.error("distgraph trains on the CPU: leave --num-gpus at -1")
+    if args.resume and not args.checkpoint_dir:
+        p.error("--resume needs --checkpoint-dir")
+    if args.checkpoint_interval < 1:
+        p.error(f"--checkpoint-interval must be at least 1, got {args.checkpoint_interval}")
     args.validation_fanout = args.validation_fanout or args.fanout
     return args
 
@@ -202,8 +212,9 @@ def main() -> None:
     model = EntityClassify(args.n_hidden, num_classes, len(g.canonical_etypes), args.n_bases, args.n_layers,
                            args.dropout, args.use_self_loop, args.layer_norm)
     net = Net(embed, model, category)
-    if not args.standalone:
+    if not args.standalone:  # gradients summed in rank order: a resumed run equals the uninterrupted one
         net = th.nn.parallel.DistributedDataParallel(net)
+        net.register_comm_hook(None, dgl.distributed.rank_order_allreduce_hook)
     optimizer = th.optim.Adam(net.parameters(), lr=args.lr, weight_decay=args.l2norm)
     sparse = list(embed.node_embeds.values())
     emb_optimizer = dgl.distributed.optim.SparseAdam(sparse, lr=args.sparse_lr) if sparse else None
@@ -212,8 +223,11 @@ def main() -> None:
         before = {t: e(ids).clone() for t, (e, ids) in watched.items()}
 
     results = dgl.distributed.DistTensor((g.num_nodes(category),), th.long, "results", persistent=True)
-    best = (-1.0, -1.0, -1)
-    for epoch in range(args.n_epochs):
+    checkpoints = dgl.distributed.EpochCheckpoints(args.checkpoint_dir, net, optimizer, sparse,
+                                                   args.checkpoint_interval, args.resume)
+    first = checkpoints.start_epoch()
+    best = tuple(checkpoints.extra.get("best", (-1.0, -1.0, -1)))
+    for epoch in range(first, args.n_epochs):
         tic = time.time()
         correct = seen = 0
         join = net.join() if not args.standalone else contextlib.nullcontext()
@@ -244,14 +258,17 @@ def main() -> None:
         test_acc = float((results[all_test] == labels[all_test]).float().mean())
         if val_acc > best[0]:
             best = (val_acc, test_acc, epoch)
+        checkpoints.extra["best"] = list(best)
         if rank == 0:
             print(f"Epoch {epoch}: {step + 1} steps in {toc - tic:.2f} s, loss {loss.item():.4f}, Train Acc "
                   f"{correct / max(seen, 1):.4f}, Val Acc {val_acc:.4f}, Test Acc {test_acc:.4f}", flush=True)
+        checkpoints.end_epoch(epoch, epoch == args.n_epochs - 1)
         g.barrier()
     with th.no_grad():
         moved = {t: float((e(ids) - before[t]).abs().mean()) for t, (e, ids) in watched.items()}
     if rank == 0:
-        print(f"best Val Acc {best[0]:.4f} at epoch {best[2]}; Test Acc {best[1]:.4f}", flush=True)
+        print(f"best Val Acc {best[0]:.4f} at epoch {best[2]}; Test Acc {best[1]:.4f}; model digest "
+              f"{dgl.distributed.model_digest(net)}", flush=True)
         if moved:
             print("embeddings moved: " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(moved.items())), flush=True)
     g.barrier()

@@ -1,8 +1,10 @@
-"""The GraphSAGE example resumes from its checkpoints: a run killed mid-way (its launcher
+"""The examples resume from their checkpoints: a GraphSAGE run killed mid-way (its launcher
 SIGKILLed) and resumed ends with the same model, bit for bit, as an uninterrupted run with
-the same seed, standalone and on two loopback machines with sampler processes."""
+the same seed, standalone, on two loopback machines with sampler processes and with three
+trainers; the RGCN example with its sparse embeddings, standalone."""
 
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -63,3 +65,49 @@ def test_two_machines_killed_and_resumed_end_with_the_same_model(parts, tmp_path
     assert _digest(resumed.output) == _digest(whole.output)
     done = _epochs(resumed.output)
     assert done and done == _epochs(whole.output)[-len(done):]
+
+
+def _without_newest_checkpoint(done: Path, to: Path) -> None:
+    """A copy of a finished run's checkpoint folder as a run stopped before its last checkpoint left it."""
+    shutil.copytree(done, to)
+    shutil.rmtree(max(to.glob("step-*")))
+
+
+def test_three_trainers_resume_bitwise(parts, tmp_path, launches):
+    """With three trainers, gloo's ring all-reduce adds an element's values in an order that
+    depends on its place in DDP's buckets, which DDP rebuilds after a run's first step; the
+    examples sum in rank order (`rank_order_allreduce_hook`), so the resumed run still ends
+    with the uninterrupted run's model, bit for bit."""
+    ck = tmp_path / "ck"
+    command = f"{sys.executable} {EXAMPLE} {ARGS} --num_epochs 3"
+    whole = launches(tmp_path, parts[1], [1], f"{command} --checkpoint_dir {ck}", num_trainers=3)
+    assert whole.wait(300) == 0, whole.output[-3000:]
+    _without_newest_checkpoint(ck, tmp_path / "ck2")
+    resumed = launches(tmp_path, parts[1], [1], f"{command} --checkpoint_dir {tmp_path / 'ck2'} --resume",
+                       num_trainers=3)
+    assert resumed.wait(300) == 0, resumed.output[-3000:]
+    assert resumed.output.count("resumed from") == 3 and "step-0000000001" in resumed.output
+    assert _digest(resumed.output) == _digest(whole.output)
+
+
+def test_rgcn_resumes_with_its_sparse_embeddings_bitwise(mag_parts, tmp_path):
+    """The RGCN example's checkpoints hold its dense model, both optimizers, the sparse
+    embeddings with their SparseAdam state and the best epoch: resumed, it ends as the
+    uninterrupted run does, bit for bit."""
+    rgcn = EXAMPLE.parents[1] / "rgcn" / "entity_classify_dist.py"
+    args = ("--graph-name mag --fanout 5,5 --batch-size 128 --n-hidden 16 --eval-batch-size 500 --dropout 0.2 "
+            "--use-self-loop --n-bases 2 --n-epochs 3 --layer-norm --sparse-embedding --sparse-lr 0.06 --standalone")
+
+    def run(*extra) -> str:
+        argv = [sys.executable, str(rgcn), *args.split(), "--conf-path", str(mag_parts[1]), *extra]
+        done = subprocess.run(argv, env=child_env(), capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout
+
+    whole = run("--checkpoint-dir", str(tmp_path / "ck"))
+    _without_newest_checkpoint(tmp_path / "ck", tmp_path / "ck2")
+    resumed = run("--checkpoint-dir", str(tmp_path / "ck2"), "--resume")
+    assert "resumed from" in resumed and "step-0000000001" in resumed
+    best = re.compile(r"best Val Acc ([\d.]+) at epoch (\d+); Test Acc ([\d.]+)")
+    assert best.search(resumed).groups() == best.search(whole).groups()
+    assert _digest(resumed) == _digest(whole)

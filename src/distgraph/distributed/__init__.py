@@ -12,6 +12,7 @@ _EXPORTS = {
     "DistGraph": "..dist_graph:DistGraph",
     "sampler_env": "..cluster.env:sampler_env",
     **{n: f".checkpoint:{n}" for n in ("CheckpointDir", "load_checkpoint", "save_checkpoint")},
+    **{n: f".resume:{n}" for n in ("EpochCheckpoints", "model_digest")}, "rank_order_allreduce_hook": ".ddp:rank_order_allreduce_hook",
     **{n: f".initializers:{n}" for n in ("Constant", "Initializer", "Normal", "Uniform", "Zeros")},
     **{n: f".policy:{n}" for n in ("EdgePartitionPolicy", "NodePartitionPolicy", "PartitionPolicy",
                                    "edge_policy_str", "graph_data_name", "node_policy_str", "table_policy_str")},
