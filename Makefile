@@ -40,7 +40,7 @@ test: $(STAMP)
 
 # 3 test hosts on this machine (network and mount namespaces, an sshd each): needs root.
 test-cluster: $(STAMP)
-	@test -x /usr/sbin/sshd || test "$$(id -u)" != 0 || apt-get install -y -q openssh-server > /dev/null
+	@test -x /usr/sbin/sshd -a -x /usr/sbin/nft || test "$$(id -u)" != 0 || apt-get install -y -q openssh-server nftables > /dev/null
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -rs tests/cluster
 
 clean:

@@ -19,7 +19,8 @@ import zmq
 from leaks import new_session
 from zmq.utils.monitor import recv_monitor_message
 
-from testbed import WORKSPACE
+from testbed import WORKSPACE, Capture
+from zmtp import ZAP_REFUSAL, replay
 
 from distgraph.data import generate_sbm
 from distgraph.partition import partition_graph
@@ -163,6 +164,7 @@ def test_a_host_whose_link_is_cut_ends_the_job_naming_it(bed, launches):
         assert code == 255, job.output[-3000:]
         assert re.search(rf"\[launch\] lost the connection to host {re.escape(lost.ip)} \(ssh exited with code 255: "
                          r".*\); stopping the job", job.output), job.output[-3000:]
+        assert "RuntimeWarning" not in job.output  # the agent starts without one (ssh's last words are ssh's)
         job.nothing_left(timeout=40)  # the cut-off host's agent gave up on its launcher too
     finally:
         subprocess.run(["ip", "link", "set", bed.veth(lost), "up"], check=True)
@@ -300,3 +302,64 @@ def test_distributed_kge_on_three_hosts_and_a_killed_trainer(bed, tmp_path):
     assert re.search(rf"\[launch\] {machine}/trainer/{machine}( on {re.escape(bed.hosts[int(machine)].ip)})? "
                      r"exited with code", out), out[-3000:]
     job_view.nothing_left()
+
+
+def test_a_handshake_captured_on_the_wire_opens_no_other_server(bed, launches):
+    """Machine 0's trainer's connection to machine 1's server, captured on host 0's link as
+    tcpdump would, replayed byte for byte from outside the job: to machine 2's server and to
+    machine 1's again. Both refuse the handshake; not a single request is answered."""
+    client, target, other = bed.hosts
+    capture = Capture(bed.veth(client), 30050)
+    try:
+        job = launches(f"{TRAIN} --num_epochs 1000")
+        job.wait_for("epoch 0:")
+    finally:
+        streams = capture.close()
+    recorded = [data for (src, _, dst), data in streams.items()
+                if src == client.ip and dst == target.ip and b"PLAIN" in data and b"INITIATE" in data]
+    assert recorded, sorted(streams)
+    for host in (other, target):  # another server of the job; the same server, later
+        got = replay(recorded[0], (host.ip, 30050))
+        assert got.endswith(ZAP_REFUSAL), (host.ip, got[-60:])
+    job.proc.kill()
+    job.nothing_left()
+
+
+def test_training_on_three_hosts_survives_a_lossy_link(bed, launches):
+    """5% of host 1's packets dropped each way (nftables `numgen random`; the kernel has no
+    netem): TCP retransmits, the job trains to the end and leaves nothing behind."""
+    host = bed.hosts[1]
+    rules = ["add table inet dgloss",
+             "add chain inet dgloss in { type filter hook input priority 0 ; }",
+             "add chain inet dgloss out { type filter hook output priority 0 ; }",
+             "add rule inet dgloss in numgen random mod 100 < 5 counter drop",
+             "add rule inet dgloss out numgen random mod 100 < 5 counter drop"]
+    for rule in rules:
+        subprocess.run(["ip", "netns", "exec", host.name, "nft", rule], check=True)
+    try:
+        job = launches(f"{TRAIN} --num_epochs 4")
+        assert job.wait(600) == 0, job.output[-4000:]
+        dropped = subprocess.run(["ip", "netns", "exec", host.name, "nft", "list", "table", "inet", "dgloss"],
+                                 capture_output=True, text=True, check=True).stdout
+    finally:
+        subprocess.run(["ip", "netns", "exec", host.name, "nft", "delete", "table", "inet", "dgloss"])
+    assert sum(int(n) for n in re.findall(r"counter packets (\d+)", dropped)) > 20, dropped
+    assert re.search(r"\[0/trainer/0\] best val acc [\d.]+ at epoch \d+; test acc ([\d.]+)", job.output)
+    job.nothing_left()
+
+
+def test_three_hosts_resume_bitwise(bed, launches):
+    """Checkpoints on 3 hosts without a shared file system (each host keeps its own pieces):
+    a run resumed from its next-to-last checkpoint ends with the uninterrupted run's model."""
+    command = f"{TRAIN} --num_epochs 3 --checkpoint_dir {WORKSPACE}/ck"
+    whole = launches(command)
+    assert whole.wait(300) == 0, whole.output[-4000:]
+    for h in bed.hosts:  # every host's copy, as a run stopped before its last checkpoint left it
+        bed.ssh(h, f"rm -rf {WORKSPACE}/ck2 && cp -a {WORKSPACE}/ck {WORKSPACE}/ck2 && rm -rf {WORKSPACE}/ck2/step-0000000002")
+    resumed = launches(command.replace("/ck", "/ck2") + " --resume")
+    assert resumed.wait(300) == 0, resumed.output[-4000:]
+    assert resumed.output.count("resumed from") == 3, resumed.output[-3000:]
+    digests = [re.findall(r"model digest ([0-9a-f]{16})", job.output) for job in (whole, resumed)]
+    assert len(digests[0]) == 1 and digests[0] == digests[1], digests
+    for h in bed.hosts:
+        bed.ssh(h, f"rm -rf {WORKSPACE}/ck {WORKSPACE}/ck2")

@@ -12,7 +12,9 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,3 +146,50 @@ class TestBed:
             subprocess.run(["ip", "netns", "del", h.name], capture_output=True)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Capture:
+    """What a passive observer of one host's link sees (tcpdump on its veth): the payload of
+    every TCP segment that host sends to `port`, collected in a thread until `close()`."""
+
+    def __init__(self, interface: str, port: int):
+        self.port = port
+        self.segments: dict[tuple[str, int, str], dict[int, bytes]] = {}  # (src, sport, dst) -> seq -> payload
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(0x0003))
+        self.sock.bind((interface, 0))
+        self.sock.settimeout(0.1)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                frame = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            if frame[12:14] != b"\x08\x00" or frame[23] != 6:  # IPv4, TCP
+                continue
+            ip = frame[14:]
+            tcp = ip[(ip[0] & 0xF) * 4:]
+            total = int.from_bytes(ip[2:4], "big")
+            payload = tcp[(tcp[12] >> 4) * 4:total - (ip[0] & 0xF) * 4]
+            if int.from_bytes(tcp[2:4], "big") != self.port or not payload:
+                continue
+            key = (socket.inet_ntoa(ip[12:16]), int.from_bytes(tcp[0:2], "big"), socket.inet_ntoa(ip[16:20]))
+            self.segments.setdefault(key, {})[int.from_bytes(tcp[4:8], "big")] = payload
+
+    def close(self) -> dict[tuple[str, int, str], bytes]:
+        """Each captured connection's client bytes, in order (retransmissions counted once)."""
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+        streams = {}
+        for key, by_seq in self.segments.items():
+            data, next_seq = bytearray(), None
+            for seq in sorted(by_seq):
+                if next_seq is None or seq == next_seq:
+                    data += by_seq[seq]
+                    next_seq = (seq + len(by_seq[seq])) & 0xFFFFFFFF
+            streams[key] = bytes(data)
+        return streams

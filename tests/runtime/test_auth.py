@@ -23,6 +23,8 @@ from distgraph.rpc import PeerError, wire
 from distgraph.rpc.auth import ZAP_ENDPOINT, Credentials
 from distgraph.rpc.transport import Connections, Request
 
+from zmtp import ZAP_REFUSAL, replay as _replay
+
 from .conftest import SCRIPTS, Cluster, as_trainer
 
 
@@ -116,42 +118,6 @@ class _Recorder:
         self._thread.join(10)
         self.listener.close()
         return bytes(self.sent)
-
-
-ZAP_REFUSAL = b"RROR\x03400"  # the end of ZeroMQ's ERROR command carrying the ZAP handler's status 400
-
-
-def _zmtp_units(stream: bytes) -> list[bytes]:
-    """A recorded ZMTP 3 client stream cut into its greeting and frames (commands and messages)."""
-    units, at = [stream[:64]], 64
-    while at < len(stream):
-        flags = stream[at]
-        head, size = (9, int.from_bytes(stream[at + 1:at + 9], "big")) if flags & 2 else (2, stream[at + 1])
-        units.append(stream[at:at + head + size])
-        at += head + size
-    return units
-
-
-def _replay(recorded: bytes, endpoint: tuple[str, int]) -> bytes:
-    """Replay a recorded client stream on a new TCP connection as its client sent it: the greeting,
-    then each handshake command after the server's answer to the one before, then the messages.
-    Returns everything the server sent back."""
-    greeting, hello, initiate, *messages = _zmtp_units(recorded)
-    got = bytearray()
-    with socket.create_connection(endpoint) as sock:
-        sock.settimeout(3)
-        try:
-            for step in (greeting, hello, initiate, b"".join(messages)):
-                sock.sendall(step)
-                chunk = sock.recv(1 << 16)
-                got += chunk
-                if not chunk or ZAP_REFUSAL in got:
-                    break
-            while chunk := sock.recv(1 << 16):
-                got += chunk
-        except (socket.timeout, ConnectionResetError):
-            pass
-    return bytes(got)
 
 
 def _record_ping(peer, upstream: tuple[str, int], credentials) -> bytes:
