@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := demo-out
 
-.PHONY: demo demo-rgcn test test-cluster clean
+.PHONY: demo demo-rgcn test test-fast test-cluster clean
 
 $(STAMP): pyproject.toml setup.py $(wildcard src/distgraph/native/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ demo-rgcn: $(STAMP)
 
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q tests --ignore=tests/cluster
+
+# the inner loop: no server, launcher or multi-process job (tests marked `multiprocess`), under a minute
+test-fast: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q tests --ignore=tests/cluster --ignore=tests/runtime -m "not multiprocess"
 
 # 3 test hosts on this machine (network and mount namespaces, an sshd each): needs root.
 test-cluster: $(STAMP)
