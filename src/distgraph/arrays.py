@@ -109,3 +109,14 @@ def group_keys(key: np.ndarray, num_keys: int) -> tuple[np.ndarray, np.ndarray]:
     elif num_keys <= np.iinfo(np.int32).max:
         key = key.astype(np.int32)
     return np.argsort(key, kind="stable"), starts
+
+
+def add_counts(counts: np.ndarray, ids: np.ndarray) -> None:
+    """counts[i] += number of times i occurs in `ids` (int64 counts; ids in range): in C when
+    built, with no temporary as big as `counts` (numpy's bincount needs one per call)."""
+    lib = kernels()
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    if lib is not None and counts.dtype == np.int64 and counts.flags.c_contiguous:
+        lib.add_counts(ids.size, ids.ctypes.data, counts.ctypes.data)
+    else:
+        counts += np.bincount(ids, minlength=counts.size).astype(counts.dtype, copy=False)

@@ -18,6 +18,7 @@ _SIGNATURES = {  # name: (restype, argtypes), as in the .c files
     "sym_rows": (_i64, [_i64, _i64, _ptr, _int, _int, _i64, _ptr, _ptr]),
     "gather_segments": (_i64, [_i64, _ptr, _ptr, _ptr, _int, _ptr]),  # segments.c
     "gather_rows": (_i64, [_i64, _ptr, _ptr, _i64, _ptr]),  # segments.c
+    "add_counts": (None, [_i64, _ptr, _ptr]),  # segments.c
     "sample_count": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _i64, _ptr, _i64]),  # sampling.c
     "sample_uniform": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _i64, _ptr, _i64, _ptr, _ptr, _ptr, _ptr, _ptr]),
     "map_types": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _ptr, _ptr, _ptr]),  # types.c

@@ -30,3 +30,9 @@ int64_t gather_rows(int64_t n, const int64_t *rows, const char *values, int64_t 
     for (int64_t i = 0; i < n; i++) memcpy(out + i * row_bytes, values + rows[i] * row_bytes, (size_t)row_bytes);
     return n;
 }
+
+/* counts[ids[i]] += 1 for i < n: degrees from an edge stream, a chunk at a time, without a
+   counts-sized temporary per chunk (numpy's bincount). Ids are in range (the caller checks). */
+void add_counts(int64_t n, const int64_t *ids, int64_t *counts) {
+    for (int64_t i = 0; i < n; i++) counts[ids[i]]++;
+}

@@ -1,0 +1,230 @@
+"""DGL's chunked graph format: `metadata.json` plus edge and data chunks, for graphs that do not
+fit one process.
+
+`metadata.json` names the node types with their counts per chunk (`num_nodes_per_chunk`), the
+edge types ("src:rel:dst") with theirs (`num_edges_per_chunk`), and for each edge type and each
+node/edge data array a `ChunkFileSpec`: `{"format": {"name": "csv"|"numpy"|"parquet", ...},
+"data": [paths]}` (paths relative to the folder or absolute). Edge chunks hold one edge per row,
+(source, destination) in per-type ids: a two-column CSV (`delimiter`, default space), a numpy
+array of shape (E, 2), or a parquet table whose first two columns are the endpoints. Data
+chunks hold consecutive rows (numpy or parquet; CSV for one-column data).
+
+`ChunkedGraph` reads the metadata and checks it (every file present, counts consistent) before
+anything else; edges come a chunk at a time, numpy chunks memory-mapped, and data arrays are
+`ChunkedArray`s that read only the rows asked for. `write_chunked` writes the format.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+
+METADATA = "metadata.json"
+FORMATS = ("csv", "numpy", "parquet")
+
+
+@dataclass(frozen=True)
+class ChunkFile:
+    """One chunk: its path, format and rows."""
+
+    path: Path
+    format: dict
+    rows: int
+
+    def read(self, columns: int | None = None) -> np.ndarray:
+        """The chunk's rows (numpy chunks memory-mapped), checked against the metadata's count."""
+        name = self.format["name"]
+        try:
+            if name == "numpy":
+                a = np.load(self.path, mmap_mode="r", allow_pickle=False)
+            elif name == "csv":
+                a = np.loadtxt(self.path, delimiter=self.format.get("delimiter", " "), dtype=np.int64, ndmin=2)
+                if a.shape[1] == 1 and columns is None:
+                    a = a[:, 0]
+            else:
+                import pyarrow.parquet as pq
+
+                table = pq.read_table(self.path)
+                a = np.stack([c.to_numpy() for c in table.columns], axis=1) if table.num_columns > 1 \
+                    else table.column(0).to_numpy()
+        except (OSError, ValueError) as exc:
+            raise InputError(f"chunk {self.path} cannot be read as {name} ({exc}); fix or regenerate it") from None
+        except ImportError:
+            raise InputError(f"chunk {self.path} is parquet, which needs pyarrow: pip install pyarrow") from None
+        if a.shape[0] != self.rows:
+            raise InputError(f"chunk {self.path} has {a.shape[0]} rows but {METADATA} says {self.rows}; "
+                             f"fix the counts or the file")
+        if columns is not None and (a.ndim != 2 or a.shape[1] < columns):
+            raise InputError(f"chunk {self.path} has shape {a.shape}: an edge chunk needs {columns} columns "
+                             f"(source, destination)")
+        return a
+
+
+class ChunkedArray:
+    """A data array stored as consecutive chunks: its shape and dtype from the first chunk, its
+    rows read on demand."""
+
+    def __init__(self, chunks: Sequence[ChunkFile], what: str):
+        self.chunks, self.what = list(chunks), what
+        self.starts = np.concatenate([[0], np.cumsum([c.rows for c in self.chunks])]).astype(np.int64)
+        first = self.chunks[0].read() if self.chunks else np.empty(0)
+        self.dtype, self.row_shape = first.dtype, tuple(first.shape[1:])
+
+    def _chunk(self, i: int) -> np.ndarray:
+        a = self.chunks[i].read()
+        if a.dtype != self.dtype or tuple(a.shape[1:]) != self.row_shape:
+            raise InputError(f"{self.what}: chunk {self.chunks[i].path} holds {a.dtype}{list(a.shape[1:])} rows, the "
+                             f"first chunk {self.dtype}{list(self.row_shape)}; every chunk needs the same")
+        return a
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (int(self.starts[-1]), *self.row_shape)
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    def take(self, rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Rows `rows` (any order), chunk by chunk."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty((rows.size, *self.row_shape), dtype=self.dtype) if out is None else out
+        which = np.searchsorted(self.starts, rows, side="right") - 1
+        for i in np.unique(which):
+            sel = np.flatnonzero(which == i)
+            out[sel] = self._chunk(i)[rows[sel] - self.starts[i]]
+        return out
+
+    def __getitem__(self, key) -> np.ndarray:
+        if isinstance(key, slice):
+            return self.take(np.arange(*key.indices(len(self))))
+        return self.take(np.asarray(key))
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        a = self.take(np.arange(len(self)))
+        return a if dtype is None else a.astype(dtype)
+
+
+def _spec(meta: dict, root: Path, where: str) -> list[tuple[Path, dict]]:
+    if not isinstance(meta, dict) or not isinstance(meta.get("data"), list):
+        raise InputError(f"{METADATA}: {where} needs a 'data' list of files")
+    fmt = meta.get("format", {})
+    if not isinstance(fmt, dict) or fmt.get("name") not in FORMATS:
+        raise InputError(f"{METADATA}: {where} has format {fmt!r}; use one of {FORMATS}")
+    paths = [(root / p) if not Path(p).is_absolute() else Path(p) for p in meta["data"]]
+    for p in paths:
+        if not p.is_file():
+            raise InputError(f"{METADATA}: {where} names {p}, which is missing; restore it or fix the metadata")
+    return [(p, fmt) for p in paths]
+
+
+class ChunkedGraph:
+    """A graph in DGL's chunked format, read a chunk at a time."""
+
+    def __init__(self, path: str | Path):
+        path = Path(path)
+        self.root = path.parent if path.is_file() else path
+        meta_file = self.root / METADATA
+        if not meta_file.is_file():
+            raise InputError(f"{meta_file} does not exist: a chunked graph is a folder with {METADATA}")
+        try:
+            meta = json.loads(meta_file.read_text())
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{meta_file} is not valid JSON ({exc})") from None
+        self.graph_name = str(meta.get("graph_name", self.root.name))
+        try:
+            self.ntypes = [str(t) for t in meta["node_type"]]
+            nodes = meta["num_nodes_per_chunk"]
+            etypes = [str(t) for t in meta["edge_type"]]
+            edges = meta["num_edges_per_chunk"]
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"{meta_file} lacks {exc}: it needs node_type, num_nodes_per_chunk, edge_type and "
+                             f"num_edges_per_chunk") from None
+        if len(nodes) != len(self.ntypes) or len(edges) != len(etypes):
+            raise InputError(f"{meta_file}: one count list per node type and per edge type is needed")
+        self.num_nodes = {t: int(sum(c)) for t, c in zip(self.ntypes, nodes)}
+        self.canonical_etypes = []
+        for e in etypes:
+            parts = tuple(e.split(":"))
+            if len(parts) != 3 or parts[0] not in self.num_nodes or parts[2] not in self.num_nodes:
+                raise InputError(f"{meta_file}: edge type {e!r} must be 'src:rel:dst' with known node types")
+            self.canonical_etypes.append(parts)
+        self.edge_files: dict[tuple, list[ChunkFile]] = {}
+        for c, counts in zip(self.canonical_etypes, edges):
+            key = ":".join(c)
+            files = _spec(meta.get("edges", {}).get(key), self.root, f"edges of {key}")
+            if len(files) != len(counts):
+                raise InputError(f"{meta_file}: edges of {key} list {len(files)} files for {len(counts)} chunk counts")
+            self.edge_files[c] = [ChunkFile(p, f, int(n)) for (p, f), n in zip(files, counts)]
+        self.num_edges = {c: sum(f.rows for f in fs) for c, fs in self.edge_files.items()}
+        self.node_data = {t: self._data(meta.get("node_data", {}).get(t, {}), f"node data of {t}",
+                                        self.num_nodes[t]) for t in self.ntypes}
+        self.edge_data = {c: self._data(meta.get("edge_data", {}).get(":".join(c), {}), f"edge data of {':'.join(c)}",
+                                        self.num_edges[c]) for c in self.canonical_etypes}
+
+    def _data(self, arrays: dict, what: str, rows: int) -> dict[str, ChunkedArray]:
+        out = {}
+        for name, spec in arrays.items():
+            files = _spec(spec, self.root, f"{what} {name!r}")
+            chunks = [ChunkFile(p, f, _rows(p, f)) for p, f in files]
+            out[name] = ChunkedArray(chunks, f"{what} {name!r}")
+            if len(out[name]) != rows:
+                raise InputError(f"{what} {name!r} has {len(out[name])} rows in its chunks, but the type has {rows}")
+        return out
+
+    def edge_chunks(self, etype: tuple) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(source, destination) per-type ids of `etype`'s edges, a chunk at a time, checked in range."""
+        ns, nd = self.num_nodes[etype[0]], self.num_nodes[etype[2]]
+        for f in self.edge_files[etype]:
+            a = f.read(columns=2)
+            src, dst = np.asarray(a[:, 0], dtype=np.int64), np.asarray(a[:, 1], dtype=np.int64)
+            if src.size and (src.min() < 0 or src.max() >= ns or dst.min() < 0 or dst.max() >= nd):
+                raise InputError(f"chunk {f.path} has node ids outside [0, {ns}) x [0, {nd}) of edge type "
+                                 f"{':'.join(etype)}; fix the ids or the node counts")
+            yield src, dst
+
+
+def _rows(path: Path, fmt: dict) -> int:
+    """Rows of a data chunk from its header where the format has one (numpy: mapped, not read)."""
+    try:
+        if fmt["name"] == "numpy":
+            shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
+            return int(shape[0]) if shape else 0
+        if fmt["name"] == "parquet":
+            import pyarrow.parquet as pq
+
+            return pq.ParquetFile(path).metadata.num_rows
+        with open(path, "rb") as f:
+            return sum(1 for line in f if line.strip())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"chunk {path} cannot be read as {fmt['name']} ({exc}); fix or regenerate it") from None
+    except ImportError:
+        raise InputError(f"chunk {path} is parquet, which needs pyarrow: pip install pyarrow") from None
+
+
+def write_chunked(root: str | Path, graph_name: str, num_nodes: dict[str, list[int]],
+                  edges: dict[str, list[str]], num_edges: dict[str, list[int]],
+                  node_data: dict[str, dict[str, list[str]]] | None = None,
+                  edge_data: dict[str, dict[str, list[str]]] | None = None) -> Path:
+    """Write `metadata.json` for chunk files already written as numpy arrays under `root`
+    (paths relative to it): node counts per type and chunk, edge files and counts per
+    "src:rel:dst" type, data files per type and name."""
+    spec = lambda files: {"format": {"name": "numpy"}, "data": list(files)}  # noqa: E731
+    meta = {
+        "graph_name": graph_name,
+        "node_type": list(num_nodes),
+        "num_nodes_per_chunk": [list(map(int, c)) for c in num_nodes.values()],
+        "edge_type": list(edges),
+        "num_edges_per_chunk": [list(map(int, num_edges[e])) for e in edges],
+        "edges": {e: spec(f) for e, f in edges.items()},
+        "node_data": {t: {k: spec(f) for k, f in d.items()} for t, d in (node_data or {}).items()},
+        "edge_data": {e: {k: spec(f) for k, f in d.items()} for e, d in (edge_data or {}).items()},
+    }
+    path = Path(root) / METADATA
+    path.write_text(json.dumps(meta, indent=1))
+    return path

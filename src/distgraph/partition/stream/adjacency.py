@@ -1,0 +1,107 @@
+"""The undirected simple graph a partitioner reads, built from the edge stream in bounded memory,
+written as a ParHIP binary file (the format KaMinPar reads and compresses as it loads).
+
+ParHIP: a header of three uint64 (version bits, n, m = directed entries), the n + 1 byte
+offsets of each node's neighbours from the start of the file, the neighbour ids, then the
+vertex weights. The version bits say which sections are 32-bit: ids are 32-bit here (the
+graph has fewer than 2**31 nodes), offsets 64-bit, vertex weights 32-bit.
+
+Rows are cut into buckets of a bounded number of entries (from the degrees); one pass spreads
+both directions of every edge (self-loops dropped) into bucket files; each bucket is then
+sorted and its repeats removed in memory, and its rows are appended to the file, whose offsets
+are written last.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from ...arrays import unique_sorted
+from ...errors import PartitionError
+from .buckets import Buckets, check_space
+from .source import StreamSource
+
+HEADER_BYTES = 24
+_NO_EDGE_WEIGHTS, _NO_VERTEX_WEIGHTS, _EID32, _VID32, _VWGT32 = 1, 2, 4, 8, 16
+
+
+def row_buckets(weights: np.ndarray, max_entries: int) -> np.ndarray:
+    """Boundaries [0, ..., n] cutting nodes into consecutive ranges of at most `max_entries`
+    entries each (a single node heavier than that is a range of its own)."""
+    total = np.concatenate([[0], np.cumsum(weights, dtype=np.int64)])
+    bounds = [0]
+    while bounds[-1] < weights.size:
+        nxt = int(np.searchsorted(total, total[bounds[-1]] + max_entries, side="right")) - 1
+        bounds.append(max(nxt, bounds[-1] + 1))
+    return np.asarray(bounds, dtype=np.int64)
+
+
+def write_parhip(source: StreamSource, degree: np.ndarray, path: Path, vertex_weights: np.ndarray | None,
+                 max_entries: int, progress: bool = False) -> int:
+    """Write the undirected simple graph of `source` (no self-loops, no repeats, rows ascending)
+    to `path`; `degree` is each node's in- plus out-degree (an upper bound of its row). Returns
+    the number of directed entries written."""
+    n = source.num_nodes()
+    if n >= 2**31:
+        raise PartitionError(f"the streaming partitioner takes graphs of fewer than 2**31 nodes, this one has {n:,}")
+    bounds = row_buckets(degree, max_entries)
+    check_space(path.parent, 3 * 4 * int(degree.sum()) + 8 * n, "the partitioner's undirected graph")
+    version = _NO_EDGE_WEIGHTS | _VID32 | _VWGT32 | (0 if vertex_weights is not None else _NO_VERTEX_WEIGHTS)
+    bar = tqdm(total=source.num_edges(), desc="undirected graph", unit="edge", unit_scale=True,
+               disable=not progress, leave=False)
+    with Buckets(path.parent, bounds.size - 1, {"row": np.int32, "col": np.int32}, "adjacency") as buckets:
+        for src, dst in source.chunks():
+            keep = src != dst
+            rows = np.concatenate([src[keep], dst[keep]])
+            cols = np.concatenate([dst[keep], src[keep]])
+            buckets.append(np.searchsorted(bounds, rows, side="right") - 1, {"row": rows, "col": cols})
+            bar.update(src.size)
+        buckets.finish()
+        row_len = np.zeros(n, dtype=np.int64)
+        start = HEADER_BYTES + 8 * (n + 1)
+        with open(path, "wb") as f:
+            f.seek(start)
+            for b in range(bounds.size - 1):
+                lo, hi = int(bounds[b]), int(bounds[b + 1])
+                cols = buckets.read(b)
+                key = (cols["row"].astype(np.int64) - lo) << 31 | cols["col"].astype(np.int64)
+                buckets.drop(b)
+                del cols
+                key = unique_sorted(key)  # sorted by (row, column), repeats gone
+                row_len[lo:hi] = np.bincount(key >> 31, minlength=hi - lo)
+                f.write((key & ((1 << 31) - 1)).astype(np.uint32).data)
+                del key
+            m = int(row_len.sum())
+            if vertex_weights is not None:
+                f.write(np.ascontiguousarray(vertex_weights, dtype=np.uint32).data)
+            f.seek(0)
+            f.write(np.array([version, n, m], dtype=np.uint64).data)
+            at = start
+            for i in range(0, n, 1 << 22):  # each row's byte offset, a piece at a time
+                rows = row_len[i:i + (1 << 22)]
+                f.write((at + 4 * np.concatenate([[0], np.cumsum(rows)])[:-1]).astype(np.uint64).data)
+                at += 4 * int(rows.sum())
+            f.write(np.array([at], dtype=np.uint64).data)
+    bar.close()
+    return m
+
+
+def kaminpar_parts(path: Path, num_parts: int, seed: int, imbalance: float = 0.03, threads: int = 1,
+                   memory_efficient: bool = True) -> np.ndarray:
+    """KaMinPar's partition of the ParHIP graph at `path` (loaded compressed): int32 part ids.
+    `memory_efficient` takes its TeraPart configuration (the least memory per edge)."""
+    try:
+        import kaminpar
+    except ImportError:
+        raise PartitionError("the kaminpar partitioner is not installed: pip install kaminpar "
+                             "(or choose --part_method metis or random)") from None
+    kaminpar.reseed(seed)
+    graph = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.PARHIP, compress=True)
+    context = kaminpar.terapart_context() if memory_efficient else kaminpar.default_context()
+    parts = kaminpar.KaMinPar(threads, context).compute_partition(graph, num_parts, imbalance)
+    del graph
+    return np.fromiter(parts, dtype=np.int32, count=len(parts))
+

@@ -1,0 +1,94 @@
+"""Edges spread into bucket files on disk, so each bucket can then be read back and handled in
+memory alone: an external bucket sort with one write and one read of every edge.
+
+A bucket is a set of columns (same length, fixed dtypes), each an append-only raw file in a
+scratch folder. Appending groups a chunk's rows by bucket with one counting sort; reading
+returns a bucket's columns whole. The folder is removed on `close` (and by the context manager
+on any error), so a failed run leaves no scratch behind.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ...arrays import group_keys
+from ...errors import InputError
+
+
+class Buckets:
+    """`num` buckets of the columns `dtypes` (name -> dtype) under a fresh folder in `parent`."""
+
+    def __init__(self, parent: Path, num: int, dtypes: dict[str, np.dtype], label: str = "buckets"):
+        parent.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix=f".{label}-", dir=parent))
+        self.num, self.dtypes = num, {k: np.dtype(v) for k, v in dtypes.items()}
+        self.sizes = np.zeros(num, dtype=np.int64)
+        self._files = {(b, k): open(self._path(b, k), "ab") for b in range(num) for k in self.dtypes}
+
+    def _path(self, bucket: int, column: str) -> Path:
+        return self.root / f"{bucket}.{column}"
+
+    def __enter__(self) -> "Buckets":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def append(self, bucket_of_row: np.ndarray, columns: dict[str, np.ndarray]) -> None:
+        """Append every row to its bucket (`bucket_of_row` in [0, num)), keeping their order."""
+        order, starts = group_keys(bucket_of_row, self.num)
+        present = np.flatnonzero(np.diff(starts))
+        try:
+            for k, values in columns.items():
+                grouped = np.asarray(values)[order].astype(self.dtypes[k], copy=False)
+                for b in present:
+                    self._files[(b, k)].write(grouped[starts[b]:starts[b + 1]].data)
+        except OSError as exc:
+            raise InputError(f"cannot write scratch files under {self.root.parent} ({exc.strerror or exc}); free "
+                             f"disk space there or pass another scratch folder") from None
+        self.sizes += np.diff(starts)
+
+    def read(self, bucket: int, columns: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+        """A bucket's columns (all, or those named), in the order they were appended (after `finish`)."""
+        return {k: np.fromfile(self._path(bucket, k), dtype=self.dtypes[k]) for k in columns or self.dtypes}
+
+    def finish(self) -> None:
+        """Flush and close the append handles (reading may start)."""
+        for f in self._files.values():
+            f.close()
+        self._files = {}
+
+    def drop(self, bucket: int) -> None:
+        """Delete a bucket that was read (its disk space back at once)."""
+        for k in self.dtypes:
+            self._path(bucket, k).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        self.finish()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def free_bytes(path: Path) -> int:
+    """Free space of the file system holding `path` (or its nearest existing parent)."""
+    p = Path(path).absolute()
+    while not p.exists():
+        p = p.parent
+    return shutil.disk_usage(p).free
+
+
+def check_space(path: Path, need: int, what: str) -> None:
+    """An `InputError` before work starts when `need` bytes will not fit where `path` is."""
+    free = free_bytes(path)
+    if need > free:
+        raise InputError(f"{what} needs about {need / 2**30:.1f} GiB of disk under {path} and {free / 2**30:.1f} GiB "
+                         f"are free; free space or choose another folder")
+
+
+def id_dtype(bound: int) -> np.dtype:
+    """The smaller of int32/int64 that holds values below `bound`."""
+    return np.dtype(np.int32 if bound <= np.iinfo(np.int32).max else np.int64)
+
