@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from .file_array import FileArray
 
 METADATA = "metadata.json"
 FORMATS = ("csv", "numpy", "parquet")
@@ -37,12 +38,13 @@ class ChunkFile:
     format: dict
     rows: int
 
-    def read(self, columns: int | None = None) -> np.ndarray:
-        """The chunk's rows (numpy chunks memory-mapped), checked against the metadata's count."""
+    def read(self, columns: int | None = None):
+        """The chunk's rows, checked against the metadata's count: a `FileArray` for numpy chunks
+        (read as they are indexed, never mapped), an array for the others."""
         name = self.format["name"]
         try:
             if name == "numpy":
-                a = np.load(self.path, mmap_mode="r", allow_pickle=False)
+                a = npy_file_array(self.path)
             elif name == "csv":
                 a = np.loadtxt(self.path, delimiter=self.format.get("delimiter", " "), dtype=np.int64, ndmin=2)
                 if a.shape[1] == 1 and columns is None:
@@ -97,7 +99,7 @@ class ChunkedArray:
         which = np.searchsorted(self.starts, rows, side="right") - 1
         for i in np.unique(which):
             sel = np.flatnonzero(which == i)
-            out[sel] = self._chunk(i)[rows[sel] - self.starts[i]]
+            out[sel] = np.asarray(self._chunk(i)[rows[sel] - self.starts[i]])
         return out
 
     def __getitem__(self, key) -> np.ndarray:
@@ -177,23 +179,40 @@ class ChunkedGraph:
                 raise InputError(f"{what} {name!r} has {len(out[name])} rows in its chunks, but the type has {rows}")
         return out
 
-    def edge_chunks(self, etype: tuple) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(source, destination) per-type ids of `etype`'s edges, a chunk at a time, checked in range."""
+    def edge_chunks(self, etype: tuple, piece: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(source, destination) per-type ids of `etype`'s edges, at most `piece` at a time (numpy
+        chunks stay memory-mapped: only the piece is copied), checked in range."""
         ns, nd = self.num_nodes[etype[0]], self.num_nodes[etype[2]]
         for f in self.edge_files[etype]:
             a = f.read(columns=2)
-            src, dst = np.asarray(a[:, 0], dtype=np.int64), np.asarray(a[:, 1], dtype=np.int64)
-            if src.size and (src.min() < 0 or src.max() >= ns or dst.min() < 0 or dst.max() >= nd):
-                raise InputError(f"chunk {f.path} has node ids outside [0, {ns}) x [0, {nd}) of edge type "
-                                 f"{':'.join(etype)}; fix the ids or the node counts")
-            yield src, dst
+            for i in range(0, a.shape[0], piece):
+                block = np.asarray(a[i:i + piece])
+                src, dst = block[:, 0].astype(np.int64), block[:, 1].astype(np.int64)
+                if src.size and (src.min() < 0 or src.max() >= ns or dst.min() < 0 or dst.max() >= nd):
+                    raise InputError(f"chunk {f.path} has node ids outside [0, {ns}) x [0, {nd}) of edge type "
+                                     f"{':'.join(etype)}; fix the ids or the node counts")
+                yield src, dst
+
+
+
+def npy_file_array(path: Path) -> FileArray:
+    """A `.npy` file as a `FileArray` (its header read, its data left in the file)."""
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read_header(f)
+        offset = f.tell()
+    if dtype.hasobject or fortran or not dtype.isnative:
+        raise ValueError(f"{dtype} {'Fortran-order ' if fortran else ''}arrays are not read here; save C-order "
+                         f"native numbers")
+    return FileArray(path, offset, dtype, shape)
 
 
 def _rows(path: Path, fmt: dict) -> int:
     """Rows of a data chunk from its header where the format has one (numpy: mapped, not read)."""
     try:
         if fmt["name"] == "numpy":
-            shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
+            shape = npy_file_array(path).shape
             return int(shape[0]) if shape else 0
         if fmt["name"] == "parquet":
             import pyarrow.parquet as pq

@@ -21,9 +21,11 @@ import numpy as np
 
 from ..array_graph import DEFAULT_ETYPE, DEFAULT_NTYPE, ArrayGraph, graph_class
 from ..errors import InputError
+from .file_array import FileArray
 
 TEXT_ARRAYS = ("ntypes", "canonical_etypes", "node_names")
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip member, or an empty zip
+LAZY_BYTES = 1 << 16  # lazily read members at least this big stay in the file (`FileArray`)
 
 
 class _NpzArrays:
@@ -33,8 +35,8 @@ class _NpzArrays:
     while writing them instead of holding them through METIS.
     """
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: Path, lazy: bool = False):
+        self.path, self.lazy = path, lazy
         if not path.is_file():
             raise InputError(f"graph file {path} does not exist")
         try:
@@ -89,6 +91,8 @@ class _NpzArrays:
             raise ValueError(f"member holds {info.file_size} bytes, fewer than its header promises")
         if count == 0:
             return np.empty(shape, dtype=dtype)
+        if self.lazy and count * dtype.itemsize >= LAZY_BYTES and dtype.isnative and not fortran:
+            return FileArray(self.path, data_offset, dtype, shape)
         if data_offset % dtype.alignment and len(shape) <= 1:
             # ids, masks and labels that `np.savez` left misaligned: numpy would copy them in
             # every bincount, ufunc and index they take part in (32 MB a pass for 4M edge ids),
@@ -103,11 +107,18 @@ class _NpzArrays:
 def load_npz(path: str | Path, *, tensors: bool = True) -> ArrayGraph:
     """Read a graph written by `save_npz` or by hand in the format above: a `Graph`, or with
     `tensors=False` an `ArrayGraph` of numpy arrays (torch is then not imported)."""
-    cls = graph_class(tensors)
-    with _NpzArrays(Path(path)) as z:
+    return read_npz(path, graph_class(tensors))
+
+
+def read_npz(path: str | Path, build, lazy: bool = False):
+    """The graph of an `.npz` as `build` makes it: `build(src, dst, num_nodes, ndata, edata)` for
+    the homogeneous layout, `build.from_hetero(edges, num_nodes_dict, ndata, edata)` for the
+    heterogeneous one (an `ArrayGraph` class, or the streaming partitioner's source). With
+    `lazy`, stored arrays come as `FileArray`s: nothing of them is read or mapped yet."""
+    with _NpzArrays(Path(path), lazy) as z:
         keys = set(z.files)
-        g = _load_hetero(cls, z, keys, path) if "canonical_etypes" in keys else \
-            _load_homo(cls, z, keys - {"node_names"}, path)
+        g = _load_hetero(build, z, keys, path) if "canonical_etypes" in keys else \
+            _load_homo(build, z, keys - {"node_names"}, path)
         if "node_names" in keys:
             names = z["node_names"]
             if names.shape != (g.num_nodes(),):

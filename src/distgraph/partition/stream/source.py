@@ -19,7 +19,7 @@ from ...array_graph import ArrayGraph
 from ...arrays import offsets
 from ...errors import InputError
 
-CHUNK_EDGES = 1 << 22  # edges per chunk when the input is one array (64 MB of int64 pairs)
+CHUNK_EDGES = 1 << 20  # edges per piece read (16 MB of int64 pairs): what a pass holds of the edges at once
 
 
 @dataclass
@@ -34,6 +34,7 @@ class StreamSource:
     node_data: dict[str, dict[str, Any]] = field(default_factory=dict)  # per type: name -> rows (numpy-indexable)
     edge_data: dict[str, dict[str, Any]] = field(default_factory=dict)  # per "s:r:d" key
     name: str = "graph"
+    node_names: np.ndarray | None = None  # string ids of an edge list, kept in the id maps
 
     def num_nodes(self) -> int:
         return int(self.ntype_offsets[-1])
@@ -48,22 +49,92 @@ class StreamSource:
         return np.searchsorted(self.etype_offsets, eids, side="right") - 1
 
 
-def _sliced(src, dst, step: int = CHUNK_EDGES) -> Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]:
-    def chunks():
-        for i in range(0, len(src), step):
-            yield np.asarray(src[i:i + step], dtype=np.int64), np.asarray(dst[i:i + step], dtype=np.int64)
-    return chunks
+def _pieces(src, dst, step: int = CHUNK_EDGES) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(src, dst) of two equal-length arrays (in memory, mapped or `FileArray`s), `step` at a time."""
+    for i in range(0, len(src), step):
+        yield np.array(src[i:i + step], dtype=np.int64), np.array(dst[i:i + step], dtype=np.int64)
+
+
+def _checked(pieces, num_src: int, num_dst: int, src_base: int, dst_base: int, what: str):
+    """Per-type pieces checked in range and moved to homogeneous ids."""
+    for src, dst in pieces:
+        if src.size and (src.min() < 0 or src.max() >= num_src or dst.min() < 0 or dst.max() >= num_dst):
+            raise InputError(f"{what}: node ids outside [0, {num_src}) x [0, {num_dst}); fix the ids or the counts")
+        src += src_base
+        dst += dst_base
+        yield src, dst
 
 
 def from_array_graph(g: ArrayGraph, name: str = "graph") -> StreamSource:
     """The streaming view of an in-memory (or memory-mapped) graph."""
     from ..layout import etype_key
 
+    src, dst = np.asarray(g.src), np.asarray(g.dst)
     return StreamSource(list(g.ntypes), [tuple(c) for c in g.canonical_etypes], np.asarray(g.ntype_offsets),
-                        np.asarray(g.etype_offsets), _sliced(np.asarray(g.src), np.asarray(g.dst)),
+                        np.asarray(g.etype_offsets), lambda: _pieces(src, dst),
                         {t: {k: np.asarray(v) for k, v in g.nodes[t].data.items()} for t in g.ntypes},
                         {etype_key(c): {k: np.asarray(v) for k, v in g.edges[c].data.items()}
                          for c in g.canonical_etypes}, name)
+
+
+def _typed_source(name: str, num_nodes: dict[str, int], etypes: list[tuple], pieces_of, ndata: dict,
+                  edata: dict) -> StreamSource:
+    """A source whose edges come per type in per-type ids (`pieces_of(etype)`)."""
+    ntypes = list(num_nodes)
+    noff = offsets(np.array([num_nodes[t] for t in ntypes], dtype=np.int64))
+    base = {t: int(noff[i]) for i, t in enumerate(ntypes)}
+    counts = []
+
+    def chunks():
+        for c in etypes:
+            yield from _checked(pieces_of(c), num_nodes[c[0]], num_nodes[c[2]], base[c[0]], base[c[2]],
+                                f"edges of {':'.join(c)} in {name}")
+
+    for c in etypes:
+        counts.append(pieces_of.count(c))
+    return StreamSource(ntypes, [tuple(c) for c in etypes], noff, offsets(np.array(counts, dtype=np.int64)), chunks,
+                        {t: dict(ndata.get(t, {})) for t in ntypes},
+                        {":".join(c): dict(edata.get(c, {})) for c in etypes}, name)
+
+
+class _ArrayPairs:
+    """Per-type (src, dst) arrays read `CHUNK_EDGES` at a time."""
+
+    def __init__(self, edges: dict):
+        self.edges = edges
+
+    def __call__(self, c):
+        return _pieces(*self.edges[c])
+
+    def count(self, c) -> int:
+        return len(self.edges[c][0])
+
+
+class _NpzBuild:
+    """What `npz.read_npz` builds for the streaming partitioner: a `StreamSource` over its lazy members."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, src, dst, num_nodes, ndata=None, edata=None) -> StreamSource:
+        etype = ("_N", "_E", "_N")
+        return _typed_source(self.name, {"_N": int(num_nodes)}, [etype], _ArrayPairs({etype: (src, dst)}),
+                             {"_N": ndata or {}}, {etype: edata or {}})
+
+    def from_hetero(self, edges, num_nodes_dict, ndata=None, edata=None) -> StreamSource:
+        return _typed_source(self.name, dict(num_nodes_dict), list(edges), _ArrayPairs(dict(edges)), ndata or {},
+                             edata or {})
+
+
+class _ChunkPairs:
+    def __init__(self, cg):
+        self.cg = cg
+
+    def __call__(self, c):
+        return self.cg.edge_chunks(c, CHUNK_EDGES)
+
+    def count(self, c) -> int:
+        return self.cg.num_edges[c]
 
 
 def from_chunked(path: str | Path) -> StreamSource:
@@ -71,28 +142,16 @@ def from_chunked(path: str | Path) -> StreamSource:
     from ...data.chunked import ChunkedGraph
 
     cg = ChunkedGraph(path)
-    noff = offsets(np.array([cg.num_nodes[t] for t in cg.ntypes], dtype=np.int64))
-    eoff = offsets(np.array([cg.num_edges[c] for c in cg.canonical_etypes], dtype=np.int64))
-    base = {t: int(noff[i]) for i, t in enumerate(cg.ntypes)}
-
-    def chunks():
-        for c in cg.canonical_etypes:
-            for src, dst in cg.edge_chunks(c):
-                src += base[c[0]]
-                dst += base[c[2]]
-                yield src, dst
-
-    return StreamSource(cg.ntypes, cg.canonical_etypes, noff, eoff, chunks, cg.node_data,
-                        {":".join(c): d for c, d in cg.edge_data.items()}, cg.graph_name)
+    return _typed_source(cg.graph_name, cg.num_nodes, cg.canonical_etypes, _ChunkPairs(cg), cg.node_data,
+                         cg.edge_data)
 
 
 def from_npz(path: str | Path) -> StreamSource:
-    """The streaming view of an `.npz` exchange file: its members memory-mapped (stored
-    uncompressed, as `np.savez` writes them), edges read a chunk at a time."""
-    from ...data.npz import load_npz
+    """The streaming view of an `.npz` exchange file: its stored members read in pieces by
+    positioned reads (never mapped, never loaded whole)."""
+    from ...data.npz import read_npz
 
-    g = load_npz(path, tensors=False)  # every member memory-mapped: nothing is read here but headers
-    return from_array_graph(g, Path(path).stem)
+    return read_npz(path, _NpzBuild(Path(path).stem), lazy=True)
 
 
 def open_source(path: str | Path) -> StreamSource:

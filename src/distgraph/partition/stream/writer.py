@@ -35,7 +35,7 @@ from .buckets import Buckets, check_space, id_dtype
 from .npyfile import NpyFile, save_rows
 from .source import StreamSource
 
-BUCKET_EDGES = 1 << 24  # in-edges per bucket: about 0.5 GB of working memory at most
+MAX_BUCKETS = 200  # bucket files open at once (3 each): well under a process's open-file limit
 STREAM_METHODS = ("kaminpar", "metis", "random")
 
 
@@ -185,7 +185,7 @@ class _PartOut:
 @private_files()
 def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_path: str | Path,
                      part_method: str = "kaminpar", balance_train: bool = False, balance_edges: bool = False,
-                     seed: int = 0, parts: np.ndarray | None = None, bucket_edges: int = BUCKET_EDGES,
+                     seed: int = 0, parts: np.ndarray | None = None, bucket_edges: int | None = None,
                      threads: int = 1, progress: bool = False) -> PartitionStats:
     """Partition `source` into `num_parts` parts under `out_path` (one-hop halos); `parts`
     gives the assignment instead of `part_method`. See the module docstring."""
@@ -205,6 +205,9 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
     out = Path(out_path)
     out.mkdir(parents=True, exist_ok=True)
     T, R = len(source.ntypes), len(source.canonical_etypes)
+    if bucket_edges is None:  # about 80 bytes of working memory per edge of a bucket: a tenth of the edges,
+        bucket_edges = int(np.clip(m // 10, 1 << 20, 1 << 24))  # within [1M, 16M], keeps it near 8 B an edge
+    bucket_edges = max(bucket_edges, -(-m // MAX_BUCKETS))
     id_t, eid_t = id_dtype(n), id_dtype(m)
     check_space(out, m * (2 * id_t.itemsize + eid_t.itemsize) + m * 8 * (2 if R > 1 else 1) + 16 * n,
                 "partitioning (scratch buckets and the partitions)")
