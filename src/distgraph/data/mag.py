@@ -1,4 +1,14 @@
-"""A heterogeneous graph shaped like ogbn-mag: papers, authors, institutions, fields of study."""
+"""A heterogeneous graph shaped like ogbn-mag: papers, authors, institutions, fields of study,
+whose labels need the relations and the featureless types' learnt embeddings.
+
+As in ogbn-mag, a paper's label is its venue and its features describe its topic. Every
+venue has a home topic, which a paper of that venue is about with probability `topic_share`
+(any topic otherwise), so features alone predict the venue little better than that share.
+Citations and fields of study follow the topic too. Authors publish mostly at one venue and
+institutions gather the authors of one venue, so the venue is carried by *who* wrote a paper:
+a model finds it through the authors' (and institutions') embeddings, learnt from the
+training papers they wrote, which have no features of their own.
+"""
 
 from __future__ import annotations
 
@@ -20,14 +30,17 @@ def generate_mag(
     cites_per_paper: int = 8,
     authors_per_paper: int = 3,
     fields_per_paper: int = 4,
-    p_in: float = 0.8,
-    feat_signal: float = 0.15,
+    p_in: float = 0.9,
+    feat_signal: float = 0.5,
+    topic_share: float = 0.2,
     seed: int = 0,
 ) -> Graph:
     """Relations writes (author→paper), cites (paper→paper), affiliated_with
-    (author→institution) and has_topic (paper→field_of_study). Papers carry `feat`,
-    `label` (a venue-like class) and masks; authors and fields lean to one class, so the
-    label is learnable through the graph."""
+    (author→institution) and has_topic (paper→field_of_study). Papers carry `feat` (their
+    topic, `feat_signal` strong), `label` (their venue, one of `num_classes`) and masks; a
+    paper's authors are of its venue with probability `p_in`, its citations and fields of its
+    topic with probability `p_in`, an author's institution of the author's venue with
+    probability `p_in`."""
     counts = dict(num_papers=num_papers, num_authors=num_authors, num_institutions=num_institutions,
                   num_fields=num_fields, num_classes=num_classes)
     for name, value in counts.items():
@@ -37,32 +50,36 @@ def generate_mag(
                             fields_per_paper=fields_per_paper).items():
         if value < 0:
             raise InputError(f"generate_mag needs {name} >= 0, got {value}")
-    if not 0 <= p_in <= 1:
-        raise InputError(f"generate_mag needs 0 <= p_in <= 1, got {p_in}")
+    for name, value in dict(p_in=p_in, topic_share=topic_share).items():
+        if not 0 <= value <= 1:
+            raise InputError(f"generate_mag needs 0 <= {name} <= 1, got {value}")
     rng = np.random.default_rng(seed)
-    paper_cls = rng.integers(0, num_classes, num_papers)
-    author_cls = rng.integers(0, num_classes, num_authors)
-    field_cls = rng.integers(0, num_classes, num_fields)
-    papers = CommunitySampler(rng, paper_cls, power_law_weights(rng, num_papers, 2.5), num_classes)
-    authors = CommunitySampler(rng, author_cls, power_law_weights(rng, num_authors, 2.5), num_classes)
-    fields = CommunitySampler(rng, field_cls, power_law_weights(rng, num_fields, 2.2), num_classes)
+    venue = rng.integers(0, num_classes, num_papers)
+    topic = np.where(rng.random(num_papers) < topic_share, venue, rng.integers(0, num_classes, num_papers))
+    author_venue = rng.integers(0, num_classes, num_authors)
+    inst_venue = rng.integers(0, num_classes, num_institutions)
+    field_topic = rng.integers(0, num_classes, num_fields)
+    papers = CommunitySampler(rng, topic, power_law_weights(rng, num_papers, 2.5), num_classes)
+    authors = CommunitySampler(rng, author_venue, power_law_weights(rng, num_authors, 2.5), num_classes)
+    institutions = CommunitySampler(rng, inst_venue, power_law_weights(rng, num_institutions, 2.2), num_classes)
+    fields = CommunitySampler(rng, field_topic, power_law_weights(rng, num_fields, 2.2), num_classes)
 
     citing = np.repeat(np.arange(num_papers), cites_per_paper)
-    cited = papers.draw(paper_cls[citing], p_in)
+    cited = papers.draw(topic[citing], p_in)
     keep = citing != cited
     written = np.repeat(np.arange(num_papers), authors_per_paper)
-    writer = authors.draw(paper_cls[written], p_in)
+    writer = authors.draw(venue[written], p_in)
     topical = np.repeat(np.arange(num_papers), fields_per_paper)
-    topic = fields.draw(paper_cls[topical], p_in)
+    field = fields.draw(topic[topical], p_in)
     edges = {
         ("author", "writes", "paper"): (writer, written),
         ("paper", "cites", "paper"): (citing[keep], cited[keep]),
-        ("author", "affiliated_with", "institution"): (np.arange(num_authors), rng.integers(0, num_institutions, num_authors)),
-        ("paper", "has_topic", "field_of_study"): (topical, topic),
+        ("author", "affiliated_with", "institution"): (np.arange(num_authors), institutions.draw(author_venue, p_in)),
+        ("paper", "has_topic", "field_of_study"): (topical, field),
     }
     ndata = {"paper": {
-        "feat": class_features(rng, paper_cls, num_classes, feat_dim, feat_signal),
-        "label": torch.from_numpy(paper_cls),
+        "feat": class_features(rng, topic, num_classes, feat_dim, feat_signal),
+        "label": torch.from_numpy(venue),
         **split_masks(rng, num_papers, 0.6, 0.2, 0.2),
     }}
     counts = {"paper": num_papers, "author": num_authors, "institution": num_institutions, "field_of_study": num_fields}
