@@ -65,10 +65,11 @@ def test_reddit_self_loop_file_and_a_clear_error_when_absent(tmp_path):
         RedditDataset(raw_dir=tmp_path / "bad")
 
 
-def tiny_arxiv(root: Path, n: int = 12) -> dict:
-    """An ogbn-arxiv-shaped folder: edges, features, labels (one unlabelled node) and a time split."""
+def tiny_arxiv(root: Path, n: int = 12, name: str = "ogbn-arxiv", split: str = "time") -> dict:
+    """An ogbn-arxiv-shaped folder: edges, features, labels (one unlabelled node) and a split."""
     rng = np.random.default_rng(2)
-    raw = root / "ogbn_arxiv" / "raw"
+    folder = root / name.replace("-", "_")
+    raw = folder / "raw"
     edges = np.stack([rng.integers(0, n, 30), rng.integers(0, n, 30)], 1)
     write_csv(raw / "edge.csv.gz", edges)
     write_csv(raw / "num-node-list.csv.gz", [n])
@@ -76,8 +77,8 @@ def tiny_arxiv(root: Path, n: int = 12) -> dict:
     labels = [str(x) for x in rng.integers(0, 5, n)]
     labels[3] = "nan"
     write_csv(raw / "node-label.csv.gz", labels)
-    for name, ids in (("train", range(0, 8)), ("valid", range(8, 10)), ("test", range(10, 12))):
-        write_csv(root / "ogbn_arxiv" / "split" / "time" / f"{name}.csv.gz", list(ids))
+    for part, ids in (("train", range(0, 8)), ("valid", range(8, 10)), ("test", range(10, 12))):
+        write_csv(folder / "split" / split / f"{part}.csv.gz", list(ids))
     return {"edges": edges, "labels": labels}
 
 

@@ -58,6 +58,7 @@ class RedditDataset:
                              f"reddit{'_self_loop' if self_loop else ''}.zip contents there or pass raw_dir=")
         self.raw_path, self._transform, self.verbose = folder, transform, verbose
         self._graph = self._load(folder / "reddit_data.npz", folder / graph_file)
+        self._num_classes = int(self._graph.ndata["label"].max()) + 1  # before a script renames the labels
         if verbose:
             g = self._graph
             print(f"Reddit from {folder}: {g.num_nodes():,} nodes, {g.num_edges():,} edges, "
@@ -83,7 +84,7 @@ class RedditDataset:
 
     @property
     def num_classes(self) -> int:
-        return int(self._graph.ndata["label"].max()) + 1
+        return self._num_classes
 
     def __getitem__(self, idx: int) -> Graph:
         if idx != 0:

@@ -88,7 +88,7 @@ def compute_acc(emb, labels, train_nids, val_nids):
 
 
 def main():
-    args = parse_args([("--out_dir", str, ".")])
+    args = parse_args()
     th.manual_seed(0)
     dgl.distributed.initialize(args.ip_config)
     if not args.standalone:
