@@ -99,10 +99,12 @@ def test_to_simple_merges_parallel_edges_in_order_of_first_appearance():
     hg.nodes["game"].data["hv"] = torch.ones(3, 1)
     hg.edges["plays"].data["he"] = torch.zeros(3, 1)
     sg, wm = hg.to_simple(copy_ndata=False, writeback_mapping=True)
-    assert pairs(sg, "wins") == [(0, 1), (2, 1), (0, 2), (2, 0)] and wm[("user", "wins", "user")].tolist() == [0, 1, 2, 1, 3]
+    assert pairs(sg, "wins") == [(0, 1), (2, 1), (0, 2), (2, 0)]
+    assert wm[("user", "wins", "user")].tolist() == [0, 1, 2, 1, 3]
     assert pairs(sg, "plays") == [(1, 2), (2, 1), (1, 1)] and wm[("user", "plays", "game")].tolist() == [0, 1, 2]
     assert "hv" not in sg.nodes["game"].data and "he" not in sg.edges["plays"].data
-    assert sg.edges["wins"].data["count"].tolist() == [1, 2, 1, 1] and sg.edges["plays"].data["count"].tolist() == [1] * 3
+    assert sg.edges["wins"].data["count"].tolist() == [1, 2, 1, 1]
+    assert sg.edges["plays"].data["count"].tolist() == [1] * 3
     with pytest.raises(InputError, match="aggregator"):
         dgl.to_simple(g, aggregator="max")
 

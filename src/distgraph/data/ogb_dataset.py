@@ -45,9 +45,10 @@ class DglNodePropPredDataset:
         self.name, self.root = name, Path(root)
         folder = self.root / name.replace("-", "_")
         if not (folder / "raw").is_dir():
+            expected = _expected_files(folder, SPLITS.get(name, "time"))
             raise InputError(f"no OGB dataset {name} under {self.root}: distgraph reads an already-downloaded copy "
-                             f"and never downloads; expected OGB's files, e.g. {_expected_files(folder, SPLITS.get(name, 'time'))} "
-                             f"(ogbn-mag: raw/relations/..., raw/num-node-dict.csv.gz as OGB lays it out)")
+                             f"and never downloads; expected OGB's files, e.g. {expected} (ogbn-mag: "
+                             f"raw/relations/..., raw/num-node-dict.csv.gz as OGB lays it out)")
         self.graph = load_ogb_node(name, root)
         self.is_hetero = not self.graph.is_homogeneous
         self.labels, self._split = {}, {key: {} for key in _SPLIT}
