@@ -56,9 +56,9 @@ class DglNodePropPredDataset:
             data = self.graph.nodes[t].data
             if "label" not in data:
                 continue
-            self.labels[t] = _ogb_labels(dict.pop(data, "label"))
+            self.labels[t] = _ogb_labels(data.pop("label"))
             for key, mask in _SPLIT.items():
-                self._split[key][t] = torch.nonzero(dict.pop(data, mask)).flatten()
+                self._split[key][t] = torch.nonzero(data.pop(mask)).flatten()
         if not self.labels:
             raise InputError(f"OGB dataset {name} under {self.root} has no labelled node type")
 
