@@ -131,9 +131,28 @@ def test_mag_generator_shape():
     g = generate_mag(500, 400, 20, 30, seed=0)
     assert g.ntypes == ["paper", "author", "institution", "field_of_study"]
     assert [c[1] for c in g.canonical_etypes] == ["writes", "cites", "affiliated_with", "has_topic"]
-    assert g.num_edges("affiliated_with") == 400 and g.num_edges("writes") == 1500
+    # one affiliation per author and 3 authors per paper, plus one edge for each node left without
+    assert 400 <= g.num_edges("affiliated_with") <= 420 and 1500 <= g.num_edges("writes") <= 1900
     assert set(g.nodes["paper"].data) == {"feat", "label", "train_mask", "val_mask", "test_mask"}
     assert not g.nodes["author"].data
+    for c in g.canonical_etypes:  # every node has an edge of each of its relations, either way
+        u, v = g.type_edges(c)
+        assert bool((torch.bincount(u, minlength=g.num_nodes(c[0])) > 0).all())
+        assert bool((torch.bincount(v, minlength=g.num_nodes(c[2])) > 0).all())
+    u, v = g.type_edges("cites")
+    assert not bool((u == v).any())
+
+
+def test_mag_labels_are_carried_by_authors_not_by_features():
+    g = generate_mag(3000, 2000, 50, 100, num_classes=8, feat_dim=16, seed=1)
+    label, feat = g.nodes["paper"].data["label"], g.nodes["paper"].data["feat"]
+    author, paper = g.type_edges("writes")
+    # an author's papers share a venue far more often than chance (1/8)
+    first = torch.full((g.num_nodes("author"),), -1).scatter_(0, author, label[paper])
+    assert float((label[paper] == first[author]).float().mean()) > 0.4
+    # the features' class means (by venue) differ little: features tell the topic, rarely the venue
+    venue_means = torch.stack([feat[label == c].mean(0) for c in range(8)])
+    assert float(venue_means.std(0).mean()) < 0.25
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ import numpy as np
 
 from .arrays import offsets
 from .errors import InputError
+from .local_scope import LocalScope
 
 if TYPE_CHECKING:
     import torch
@@ -112,21 +113,30 @@ class TypedView:
 
 
 class TypeViews:
-    """`g.nodes` / `g.edges`: indexing by a type name resolves it (one clear error if unknown)."""
+    """`g.nodes` / `g.edges`: indexing by a type name resolves it (one clear error if unknown);
+    called, DGL's `g.nodes(ntype)` / `g.edges(form, order, etype)` where the graph offers them."""
 
-    def __init__(self, data_of: Callable[[Any], dict]):
-        self._data_of = data_of
+    def __init__(self, data_of: Callable[[Any], dict], call: Callable | None = None):
+        self._data_of, self._call = data_of, call
 
     def __getitem__(self, key) -> TypedView:
         return TypedView(self._data_of(key))
 
+    def __call__(self, *args, **kwargs):
+        if self._call is None:
+            raise InputError("this graph's nodes and edges are indexed by type (g.nodes[ntype].data), not listed")
+        return self._call(*args, **kwargs)
 
-class ArrayGraph:
+
+class ArrayGraph(LocalScope):
     """A directed multigraph with optional node and edge types, over numpy arrays.
 
     `src`/`dst` are int64 homogeneous ids; `ntype_offsets`/`etype_offsets` give each type's
     id range. Subclasses change the kind of array through `_ids` and `as_array` only.
+    `local_var()` / `local_scope()` give data dicts of their own, as in DGL.
     """
+
+    _frame_attrs = ("_ndata", "_edata")
 
     def __init__(
         self,
@@ -306,11 +316,42 @@ class ArrayGraph:
 
     @property
     def nodes(self) -> TypeViews:
-        return TypeViews(lambda ntype: self._ndata[self.ntypes[self._ntype_index(ntype)]])
+        """`g.nodes[ntype].data`; `g.nodes(ntype)`: the per-type ids of that type's nodes."""
+        return TypeViews(lambda ntype: self._ndata[self.ntypes[self._ntype_index(ntype)]],
+                         lambda ntype=None: self.as_array(np.arange(self.num_nodes(self._ntype_or_only(ntype)))))
 
     @property
     def edges(self) -> TypeViews:
-        return TypeViews(lambda etype: self._edata[self.to_canonical_etype(etype)])
+        """`g.edges[etype].data`; `g.edges(form="uv", order="eid", etype=None)`: DGL's edge list."""
+        return TypeViews(lambda etype: self._edata[self.to_canonical_etype(etype)], self._edge_list)
+
+    def _ntype_or_only(self, ntype: str | None) -> str:
+        return self._single(self.ntypes, "ntype") if ntype is None else self.ntypes[self._ntype_index(ntype)]
+
+    def type_edges(self, etype=None) -> tuple[Array, Array]:
+        """(source, destination) per-type ids of the edges of `etype` (the only one when None), by edge id."""
+        i = self.get_etype_id(etype)
+        c = self.canonical_etypes[i]
+        lo, hi = int(self.etype_offsets[i]), int(self.etype_offsets[i + 1])
+        # an edge type's sources are of one node type, and its destinations too
+        return (self.src[lo:hi] - self.ntype_offsets[self._ntype_index(c[0])],
+                self.dst[lo:hi] - self.ntype_offsets[self._ntype_index(c[2])])
+
+    def _edge_list(self, form: str = "uv", order: str = "eid", etype=None):
+        """DGL's `edges()`: per-type (source, destination) ids ('uv'), edge ids ('eid') or all three."""
+        if order not in ("eid", "srcdst"):
+            raise InputError(f"order must be 'eid' or 'srcdst', got {order!r}")
+        u, v = self.type_edges(etype)
+        ids = self.as_array(np.arange(len(u), dtype=np.int64))
+        if order == "srcdst":
+            perm = self.as_array(np.lexsort((np.asarray(v), np.asarray(u))))
+            u, v, ids = u[perm], v[perm], ids[perm]
+        views = {"uv": (u, v), "eid": ids, "all": (u, v, ids)}
+        if form not in views:
+            raise InputError(f"form must be 'uv', 'eid' or 'all', got {form!r}")
+        return views[form]
+
+    all_edges = _edge_list
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(num_nodes={self._num_nodes}, num_edges={self.num_edges()}, "
@@ -328,10 +369,8 @@ def add_reverse_edges(g: G, prefix: str = "rev-") -> G:
     edges reversed (what DGL's RGCN example does to ogbn-mag before partitioning, so that
     every node type is reached); data stays on the original types. Same class as `g`."""
     edges, ndata, edata = {}, {}, {}
-    for i, c in enumerate(g.canonical_etypes):
-        lo, hi = int(g.etype_offsets[i]), int(g.etype_offsets[i + 1])
-        src = g.src[lo:hi] - g.ntype_offsets[g.get_ntype_id(c[0])]  # an edge type's sources have one type
-        dst = g.dst[lo:hi] - g.ntype_offsets[g.get_ntype_id(c[2])]
+    for c in g.canonical_etypes:
+        src, dst = g.type_edges(c)
         edges[c] = (src, dst)
         edges[(c[2], prefix + c[1], c[0])] = (dst, src)
         edata[c] = dict(g.edges[c].data)

@@ -19,6 +19,7 @@ import torch
 
 from .errors import InputError
 from .graph import resolve_etype
+from .local_scope import LocalScope
 from .native import kernels
 
 NID = "_ID"  # DGL's key of node ids in a block's or graph's node data
@@ -141,7 +142,7 @@ class BlockTypes:
         return self.edge_tid
 
 
-class Block:
+class Block(LocalScope):
     """A bipartite message-flow graph: `src_nodes` (global ids; the first `num_dst_nodes()` are
     `dst_nodes`), `edge_index` (2, E) local (source row, destination row), `eids` global.
 
@@ -149,9 +150,11 @@ class Block:
     `edge_type()` and `src_type()`) and adds DGL's typed one from `types`: per node type,
     the sources (in their order here, so each type's destinations come first among its
     sources) and their per-type ids in `srcdata[NID]`; per edge type, `edges(etype=...)` in
-    per-type local indices and `edata[EID]` in per-type ids; `relation(etype)` as a block."""
+    per-type local indices and `edata[EID]` in per-type ids; `relation(etype)` as a block.
+    `local_var()` / `local_scope()` keep data assigned meanwhile away from this block (DGL's)."""
 
     is_block = True
+    _frame_attrs = ("_frames",)
 
     def __init__(self, src_nodes: torch.Tensor, dst_nodes: torch.Tensor, edge_index: torch.Tensor,
                  eids: torch.Tensor, types: BlockTypes | None = None):
@@ -433,12 +436,21 @@ def to_block(g, dst_nodes=None, include_dst_in_src: bool = True, src_nodes=None)
 
 def first_positions(ids: torch.Tensor) -> torch.Tensor:
     """Ascending positions of the first occurrence of each distinct id (vectorised)."""
+    return distinct_in_order(ids)[0]
+
+
+def distinct_in_order(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ascending positions of the first occurrence of each distinct id, the index of each id's
+    value among those firsts): the distinct ids in order of first appearance, and where each went."""
     uniq, inverse = torch.unique(ids, return_inverse=True)
     if uniq.numel() == ids.numel():
-        return torch.arange(ids.numel())
+        return torch.arange(ids.numel()), torch.arange(ids.numel())
     first = torch.full((uniq.numel(),), ids.numel(), dtype=torch.int64)
     first.scatter_reduce_(0, inverse, torch.arange(ids.numel()), reduce="amin")
-    return first.sort().values
+    first, order = first.sort()
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(order.numel())
+    return first, rank[inverse]
 
 
 def first_occurrences(ids: torch.Tensor) -> torch.Tensor:

@@ -97,6 +97,22 @@ class Graph(ArrayGraph):
         return self.src[eids], self.dst[eids]
 
 
+def _transform_method(name: str):
+    def method(self, *args, **kwargs):
+        from . import transforms
+
+        return getattr(transforms, name)(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"`distgraph.{name}(g, ...)` as a method of the graph (as DGL offers it)."
+    return method
+
+
+for _name in ("reverse", "add_self_loop", "remove_self_loop", "to_simple"):
+    setattr(Graph, _name, _transform_method(_name))
+del _name
+
+
 def typed_indptr(indptr: torch.Tensor, slot_types: torch.Tensor, num_types: int) -> torch.Tensor:
     """An indptr over (row, edge type) pairs, row * num_types + type, of a CSC whose rows hold
     their edges sorted by type (`slot_types`: the type of every slot)."""

@@ -1,13 +1,18 @@
 """DGL's names over a runtime: the DGL-shaped partition functions, ranks and counts,
-`DistGraph`'s DGL methods, `node_split` without a partition book and with trainer ids,
-and `zero_grad` before `backward` (DGL's idiom) training the embeddings."""
+`DistGraph`'s DGL methods (and `g._client`), `node_split` without a partition book and with
+trainer ids, `zero_grad` before `backward` (DGL's idiom) training the embeddings, and
+`DistTensor` / `DistEmbedding` pickled by reference as DGL's are (`th.save(t, f)`)."""
+
+import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
 import distgraph as dgl
-from distgraph.errors import InputError
+from distgraph.errors import DistGraphError, InputError
 from distgraph.partition import partition_graph
 
 
@@ -97,3 +102,46 @@ def test_partition_graph_takes_dgl_arguments(graph, tmp_path):
     assert stats.edge_cut < 0.3  # METIS minimising volume still cuts far fewer than random's half
     with pytest.raises(PartitionError, match="objtype"):
         partition_graph(graph, "v", 2, tmp_path, objtype="edges")
+
+
+def test_dgl_scripts_reach_the_client_as_g_client(g):
+    client = g._client
+    assert client is g._client and client.num_servers == 1 and client.machine_id == 0
+    client.barrier()  # standalone: the only trainer
+    assert "node~_N~feat" in client.data_name_list()
+
+
+def test_dist_tensor_pickles_by_name_and_is_the_same_tensor_again(g, tmp_path):
+    n = g.num_nodes()
+    t = dgl.distributed.DistTensor((n, 3), torch.float32, "pred", persistent=True)
+    t[torch.arange(n)] = torch.arange(3.0 * n).reshape(n, 3)
+    torch.save(t, tmp_path / "pred.pt")
+    assert (tmp_path / "pred.pt").stat().st_size < 2000 < 12 * n  # a reference, not the rows
+    back = torch.load(tmp_path / "pred.pt", weights_only=False)
+    assert (back.name, back.shape, back.dtype) == ("pred", (n, 3), torch.float32)
+    assert torch.equal(back[torch.arange(n)], t[torch.arange(n)])
+    back[torch.tensor([5])] = torch.full((1, 3), -1.0)  # writes reach the tensor the job holds
+    assert torch.equal(t[torch.tensor([5])], torch.full((1, 3), -1.0))
+    assert back.part_policy.policy_str == t.part_policy.policy_str == "node~_N"
+    del back  # an unpickled handle never deletes the tensor
+    assert torch.equal(t[torch.tensor([5])], torch.full((1, 3), -1.0))
+
+    emb = dgl.distributed.DistEmbedding(n, 4, "emb", init_func=dgl.distributed.Constant(2.0))
+    emb(torch.tensor([1, 2]))  # a traced lookup: not part of the pickle
+    again = pickle.loads(pickle.dumps(emb))
+    assert again.name == "emb" and again.weight.shape == (n, 4) and again._trace == []
+    assert torch.equal(again(torch.tensor([3])), torch.full((1, 4), 2.0))
+
+
+def test_an_unpickled_dist_tensor_outside_its_job_is_a_clear_error(g, tmp_path, runtime, parts):
+    t = dgl.distributed.DistTensor((g.num_nodes(), 2), torch.int64, "kept", persistent=True)
+    torch.save(t, tmp_path / "kept.pt")
+    code = ("import torch, sys; t = torch.load(sys.argv[1], weights_only=False); print(t.name, t.shape); "
+            "t[torch.tensor([0])]")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "kept.pt")], capture_output=True, text=True)
+    assert done.returncode == 1 and done.stdout.startswith("kept (")  # it loads; using it is the error
+    assert "DistGraphError" in done.stderr and "unpickled outside a distgraph job" in done.stderr
+    runtime.exit_client()  # another job (a new standalone runtime) has no tensor of that name
+    runtime.initialize(part_config=str(parts[1]))
+    with pytest.raises(DistGraphError, match="no tensor of that name"):
+        torch.load(tmp_path / "kept.pt", weights_only=False)[torch.tensor([0])]

@@ -118,17 +118,29 @@ def test_every_seed_of_every_type_once_per_epoch_across_trainers(mag_graph, mag_
 def _rgcn_results(output: str) -> tuple[float, dict]:
     best = re.search(r"best Val Acc ([\d.]+) at epoch \d+; Test Acc ([\d.]+)", output)
     moved = re.search(r"embeddings moved: (.*)", output)
-    assert best and moved, output[-3000:]
-    return float(best.group(1)), {k: float(v) for k, v in (x.split() for x in moved.group(1).split(", "))}
+    assert best, output[-3000:]
+    return float(best.group(1)), {k: float(v) for k, v in (x.split() for x in moved.group(1).split(", "))} \
+        if moved else {}
 
 
 RGCN_ARGS = ("--graph-name mag --dataset mag --fanout 10,10 --batch-size 128 --n-hidden 32 --lr 0.01 "
-             "--eval-batch-size 500 --dropout 0.2 --use-self-loop --n-bases 2 --n-epochs 3 --layer-norm "
-             "--sparse-embedding --sparse-lr 0.06")
+             "--eval-batch-size 500 --dropout 0.2 --use-self-loop --n-bases 2 --n-epochs 3 --layer-norm")
+SPARSE = "--sparse-embedding --sparse-lr 0.06"
+
+
+def _standalone_rgcn(part_config: Path, extra: str) -> tuple[float, dict]:
+    done = subprocess.run([sys.executable, str(RGCN), *RGCN_ARGS.split(), *extra.split(), "--conf-path",
+                           str(part_config), "--standalone"], env=child_env(), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return _rgcn_results(done.stdout)
 
 
 def test_rgcn_learns_what_features_alone_do_not(mag_graph, mag_parts, tmp_path, launches):
-    # the bar: a logistic regression on the paper features alone, trained here
+    """generate_mag's venues need the relations and the featureless types' learnt embeddings:
+    a logistic regression on the paper features stays at or below 0.35 (6 classes; 0.25-0.28
+    when this was written), the RGCN with sparse embeddings beats it by 0.15 or more (0.62)
+    standalone and launched, and by 0.1 or more the same RGCN with dense embeddings (0.44)."""
     paper = mag_graph.nodes["paper"].data
     train, val = paper["train_mask"], paper["val_mask"]
     torch.manual_seed(0)
@@ -141,15 +153,13 @@ def test_rgcn_learns_what_features_alone_do_not(mag_graph, mag_parts, tmp_path, 
         opt.step()
     features_only = float((lin(paper["feat"][val]).argmax(1) == paper["label"][val]).float().mean())
 
-    done = subprocess.run([sys.executable, str(RGCN), *RGCN_ARGS.split(), "--conf-path", str(mag_parts[1]),
-                           "--standalone"], env=child_env(), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    alone, moved = _rgcn_results(done.stdout)
-    job = launches(tmp_path, mag_parts[2], [1, 1], f"{sys.executable} {RGCN} {RGCN_ARGS}", num_samplers=1)
+    alone, moved = _standalone_rgcn(mag_parts[1], SPARSE)
+    dense, _ = _standalone_rgcn(mag_parts[1], "")
+    job = launches(tmp_path, mag_parts[2], [1, 1], f"{sys.executable} {RGCN} {RGCN_ARGS} {SPARSE}", num_samplers=1)
     assert job.wait(600) == 0, job.output[-4000:]
     launched, moved2 = _rgcn_results(job.output)
-    assert features_only < 0.6 < min(alone, launched) and min(alone, launched) > features_only + 0.2, \
-        (features_only, alone, launched)
+    assert features_only <= 0.35 and min(alone, launched) >= features_only + 0.15, (features_only, alone, launched)
+    assert alone >= dense + 0.1, (alone, dense)
     for m in (moved, moved2):  # the featureless types' sparse embeddings were trained
         assert set(m) == {"author", "institution", "field_of_study"} and min(m.values()) > 1e-3
     assert job.left_behind() == ([], [])

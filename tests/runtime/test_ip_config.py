@@ -1,9 +1,11 @@
-"""ip_config parsing: DGL and DGL-KE forms, comments, and errors naming the line."""
+"""ip_config parsing: DGL and DGL-KE forms, comments, errors naming the line, and the warning
+when a NUM_SERVERS column disagrees with --num_servers."""
 
 import pytest
 
 from distgraph.errors import InputError
-from distgraph.cluster.ip_config import DEFAULT_PORT, parse_ip_config_text, server_addresses
+from distgraph.cluster.ip_config import (DEFAULT_PORT, num_servers_disagreement, parse_ip_config_text,
+                                        server_addresses)
 
 
 def test_all_three_forms_comments_and_blank_lines():
@@ -37,3 +39,11 @@ def test_machines_sharing_a_host_need_disjoint_ports():
     server_addresses(m, 1)
     with pytest.raises(InputError, match="line 2: machine 1 needs port 5001 on 127.0.0.1, already used by machine 0"):
         server_addresses(m, 2, "ip.txt")
+
+
+def test_a_num_servers_column_that_disagrees_with_the_flag_is_named():
+    m = parse_ip_config_text("10.0.0.1 5000 2\n10.0.0.2 5000\n10.0.0.3 5000 1\n10.0.0.4 5000 3\n", "ip.txt")
+    assert num_servers_disagreement(m, 1, "ip.txt") == ("ip.txt gives 2 or 3 servers per machine on lines 1, 4, but "
+                                                        "--num_servers is 1: the ip_config column wins there")
+    assert num_servers_disagreement(m[1:3], 1) is None  # no column, or the same number
+    assert "1 or 3 servers per machine on lines 3, 4," in num_servers_disagreement(m, 2)

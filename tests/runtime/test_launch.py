@@ -115,6 +115,33 @@ def test_trainers_may_work_on_their_own_after_the_servers_left(parts, tmp_path, 
     _assert_job_gone(job)
 
 
+def test_cli_accepts_dgl_graph_format_and_refuses_unknown_formats(monkeypatch, capsys):
+    import distgraph.cli.launch as cli_launch
+    from distgraph.cli.main import main
+
+    seen = []
+    monkeypatch.setattr(cli_launch, "launch", lambda opts: seen.append(opts) or 0)
+    common = ["launch", "--workspace", "w", "--num_trainers", "1", "--part_config", "p.json", "--ip_config", "ip"]
+    assert main(common + ["--graph_format", "csr,csc", "python3 t.py"]) == 0 and seen[0].command == "python3 t.py"
+    with pytest.raises(SystemExit) as exit_info:
+        main(common + ["--graph_format", "csc,dense", "python3 t.py"])
+    assert exit_info.value.code == 2 and "give formats among csr, csc, coo" in capsys.readouterr().err
+
+
+def test_plan_warns_when_ip_config_overrides_num_servers(parts, tmp_path, capsys):
+    from distgraph.launch import LaunchOptions, make_plan
+
+    (tmp_path / "ip.txt").write_text("127.0.0.1 5000 2\n127.0.0.1 6000\n")
+    plan = make_plan(LaunchOptions(workspace=str(tmp_path), command="python3 t.py", part_config=str(parts[2]),
+                                   ip_config="ip.txt", num_trainers=1, num_servers=1))
+    assert sum(p.role == "server" for p in plan.processes) == 3  # the column wins for machine 0
+    assert "[launch] warning: ip.txt gives 2 servers per machine on line 1, but --num_servers is 1" in \
+        capsys.readouterr().err
+    make_plan(LaunchOptions(workspace=str(tmp_path), command="python3 t.py", part_config=str(parts[2]),
+                            ip_config="ip.txt", num_trainers=1, num_servers=2))
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path, monkeypatch):
     from distgraph.launch import LaunchOptions, SshOptions, make_plan
     from distgraph.launch.ssh import python_module_line

@@ -24,6 +24,10 @@ def register(subparsers) -> None:
     p.add_argument("--part_config", required=True, help="partition config .json (in the workspace)")
     p.add_argument("--ip_config", required=True, help="one `IP [PORT [NUM_SERVERS]]` line per machine")
     p.add_argument("--num_server_threads", type=int, default=1, help="OMP threads per server")
+    p.add_argument("--graph_format", type=_graph_format, default="csc",
+                   help="DGL's structure formats of each partition (csr, csc, coo, comma-separated), accepted for "
+                        "DGL's command lines: distgraph always serves each partition's in-edges as CSC, which "
+                        "neighbour sampling reads, so the value changes nothing")
     p.add_argument("--num_omp_threads", type=int, default=None,
                    help="OMP threads per trainer (default: CPUs / 2 / num_trainers)")
     add_ssh_args(p)
@@ -44,6 +48,17 @@ def command_line(words: list[str]) -> str:
     takes it (`"python3 train.py --lr 0.1"`); several are an argv (`-- python3 train.py --a "b c"`),
     each word quoted so the script gets them as typed."""
     return words[0] if len(words) == 1 else shlex.join(words)
+
+
+GRAPH_FORMATS = ("csr", "csc", "coo")
+
+
+def _graph_format(text: str) -> str:
+    """DGL launch.py's --graph_format value: formats among csr, csc, coo, comma-separated."""
+    formats = [f.strip() for f in text.split(",")]
+    if not all(f in GRAPH_FORMATS for f in formats):
+        raise argparse.ArgumentTypeError(f"{text!r}: give formats among {', '.join(GRAPH_FORMATS)}, comma-separated")
+    return ",".join(formats)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from ..errors import InputError
@@ -184,3 +185,12 @@ def sampler_env(sampler_id: int, lifeline_fd: int, env: Mapping[str, str] = os.e
         raise InputError("only a launched trainer starts samplers; run the script with `distgraph launch`")
     out = {k: v for k, v in env.items() if k != LIFELINE_TIMEOUT}
     return {**out, ROLE: "sampler", SAMPLER_ID: str(sampler_id), LIFELINE_FD: str(lifeline_fd)}
+
+
+DGL_DOWNLOAD_DIR = "DGL_DOWNLOAD_DIR"  # DGL's: the folder its datasets were downloaded to
+
+
+def dgl_download_dir() -> Path:
+    """Where DGL keeps downloaded datasets (`DGL_DOWNLOAD_DIR`, else ~/.dgl): `distgraph.data`'s
+    DGL-named datasets look there when given no folder."""
+    return Path(os.environ.get(DGL_DOWNLOAD_DIR) or Path.home() / ".dgl")

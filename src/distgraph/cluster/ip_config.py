@@ -102,6 +102,16 @@ def parse_ip_config(path: str | Path) -> list[MachineSpec]:
     return parse_ip_config_text(text, str(p))
 
 
+def num_servers_disagreement(machines: list[MachineSpec], num_servers: int, source: str = "ip_config") -> str | None:
+    """A warning when a NUM_SERVERS column overrides a different `--num_servers` (None when all agree)."""
+    lines = [m.line for m in machines if m.num_servers is not None and m.num_servers != num_servers]
+    if not lines:
+        return None
+    counts = sorted({m.num_servers for m in machines if m.line in lines})
+    return (f"{source} gives {' or '.join(map(str, counts))} servers per machine on line{'s' * (len(lines) > 1)} "
+            f"{', '.join(map(str, lines))}, but --num_servers is {num_servers}: the ip_config column wins there")
+
+
 def server_addresses(machines: list[MachineSpec], default_num_servers: int,
                      source: str = "ip_config") -> list[PeerAddress]:
     """Every server's address, machine-major; overlapping port ranges on one host are an error."""

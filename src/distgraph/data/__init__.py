@@ -1,6 +1,8 @@
-"""Graph inputs: `.npz` exchange files, delimited edge lists, PyG and DGL graphs, and seeded
-synthetic generators. Those that need torch are imported on first use, so reading an `.npz`
-or an edge list into an `ArrayGraph` (`tensors=False`) never imports it."""
+"""Graph inputs: `.npz` exchange files, delimited edge lists, PyG and DGL graphs, seeded
+synthetic generators, and datasets under DGL's and OGB's names read from their downloaded
+files (`RedditDataset`, `DglNodePropPredDataset`; never a download). Those that need torch
+are imported on first use, so reading an `.npz` or an edge list into an `ArrayGraph`
+(`tensors=False`) never imports it."""
 
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from .npz import ZIP_MAGIC, load_npz, save_npz
 _EXPORTS = {  # these import torch
     "from_dgl": ".convert:from_dgl", "from_pyg": ".convert:from_pyg", "generate_mag": ".mag:generate_mag",
     "load_ogb_node": ".ogb:load_ogb_node", "generate_sbm": ".sbm:generate_sbm",
+    "RedditDataset": ".reddit:RedditDataset", "DglNodePropPredDataset": ".ogb_dataset:DglNodePropPredDataset",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted([*_EXPORTS, "add_reverse_edges", "load_edgelist", "load_graph", "load_npz", "save_npz"])

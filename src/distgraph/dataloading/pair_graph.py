@@ -9,14 +9,14 @@ edge type in per-type local indices."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable
 
 import torch
 
 from ..block import DEFAULT_ETYPE, DEFAULT_NTYPE, EID, NID, TypedData, edge_type_of, edge_view, type_frame
 from ..errors import InputError
+from ..local_scope import LocalScope
 
 
 @dataclass
@@ -43,8 +43,11 @@ class _EdgeBatch:
         self.data = data
 
 
-class PairGraph:
-    """Node pairs over `nodes` (global ids, kept as `node_ids`): edge i is (nodes[src[i]], nodes[dst[i]])."""
+class PairGraph(LocalScope):
+    """Node pairs over `nodes` (global ids, kept as `node_ids`): edge i is (nodes[src[i]], nodes[dst[i]]).
+    `local_scope()` / `local_var()` keep data set meanwhile away from it (DGL's)."""
+
+    _frame_attrs = ("_n", "_e")
 
     def __init__(self, nodes: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, eids: torch.Tensor | None = None,
                  types: PairTypes | None = None):
@@ -129,15 +132,6 @@ class PairGraph:
             (u, v), _ = self._typed(c)
             src, dst = type_frame(self._n, c[0], "pair graph"), type_frame(self._n, c[2], "pair graph")
         self._e[c].update(func(_EdgeBatch(src, dst, self._e[c], u, v)))
-
-    @contextmanager
-    def local_scope(self) -> Iterator["PairGraph"]:
-        """Data set inside the block is dropped at its end (DGL's `local_scope`)."""
-        saved = {t: dict(f) for t, f in self._n.items()}, {c: dict(f) for c, f in self._e.items()}
-        try:
-            yield self
-        finally:
-            self._n, self._e = saved
 
     def to(self, device, **kwargs) -> "PairGraph":
         device = torch.device(device)

@@ -18,7 +18,7 @@ from ..distributed.partition_data import EDGE_DST, EDGE_SRC, IN_DEGREE, OUT_DEGR
 from ..distributed.dist_tensor import DistTensor
 from ..distributed.policy import (EdgePartitionPolicy, NodePartitionPolicy, edge_policy_str, graph_data_name,
                                   node_policy_str)
-from ..distributed.runtime import barrier, get_context
+from ..distributed.runtime import JobClient, barrier, get_context
 from ..errors import DistGraphError, InputError
 from ..graph import DEFAULT_NTYPE, TypeViews, as_id_tensor, resolve_etype
 from ..kvstore.store import KVStore
@@ -119,6 +119,11 @@ class DistGraph:
     def barrier(self) -> None:
         """Wait until every trainer of the job reaches this point."""
         barrier()
+
+    @cached_property
+    def _client(self) -> JobClient:
+        """The process's client as DGL scripts reach it (`g._client.barrier()`)."""
+        return JobClient(self._ctx)
 
     def get_node_partition_policy(self, ntype: str = DEFAULT_NTYPE) -> NodePartitionPolicy:
         return NodePartitionPolicy(self._book, ntype)

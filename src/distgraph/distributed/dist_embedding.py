@@ -18,7 +18,8 @@ from .policy import PartitionPolicy
 
 
 class DistEmbedding:
-    """`num_embeddings` x `embedding_dim` float32 rows, partitioned like `part_policy`."""
+    """`num_embeddings` x `embedding_dim` float32 rows, partitioned like `part_policy`.
+    Pickles as its table does (name, shape, dtype, policy): unpickled in a job, the same table."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, name: str | None = None,
                  init_func: Initializer | Callable | None = None, part_policy: PartitionPolicy | str | None = None):
@@ -33,6 +34,12 @@ class DistEmbedding:
             rows.requires_grad_(True)
             self._trace.append((ids, rows))
         return rows
+
+    def __getstate__(self) -> dict:
+        return {"tensor": self._tensor}  # the rows handed out for the next step stay here
+
+    def __setstate__(self, state: dict) -> None:
+        self._tensor, self._trace = state["tensor"], []
 
     def reset_trace(self) -> None:
         """Forget the rows handed out since the last optimiser step."""

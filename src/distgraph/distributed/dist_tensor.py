@@ -8,13 +8,13 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..errors import InputError
+from ..errors import DistGraphError, InputError
 from ..graph import as_id_tensor
-from ..kvstore.client import PendingPull
+from ..kvstore.client import KVClient, PendingPull, TensorHandle
 from ..partition import RangePartitionBook
 from .initializers import Initializer
 from .policy import PartitionPolicy, edge_policy_str, node_policy_str
-from .runtime import Context, get_context
+from .runtime import Context, get_context, is_initialized
 
 _ANONYMOUS = itertools.count()
 
@@ -50,7 +50,11 @@ class DistTensor:
     A non-persistent tensor is deleted when the handle that created it is garbage collected.
     DGL's `is_gdata` and `attach` are accepted and change nothing: a tensor of one's own never
     joins `g.ndata`, and names are those given (creation is not a collective operation, so
-    trainers need not create tensors in lockstep)."""
+    trainers need not create tensors in lockstep).
+
+    As DGL's, a DistTensor pickles as its name, shape, dtype and partition policy, never its
+    rows (`th.save(t, f)` writes a reference): unpickled in a job, it is the same tensor,
+    looked up by name on first use; outside one, using it is a clear error."""
 
     def __init__(self, shape, dtype: torch.dtype, name: str | None = None,
                  init_func: Initializer | Callable | None = None, part_policy: PartitionPolicy | str | None = None,
@@ -66,27 +70,69 @@ class DistTensor:
         elif isinstance(part_policy, str):
             part_policy = PartitionPolicy(part_policy, _book(ctx, name))
         init = init_func.spec() if isinstance(init_func, Initializer) else init_func
-        self._client = ctx.client
+        self._kv = ctx.client
         self._policy = part_policy
-        self._handle, self._owner = ctx.client.create(name, shape, dtype, part_policy.policy_str, init)
+        self._h, self._owner = ctx.client.create(name, shape, dtype, part_policy.policy_str, init)
+        self._spec = {"name": name, "shape": shape, "dtype": dtype, "part_policy": part_policy.policy_str}
         self._persistent = persistent
+
+    def __getstate__(self) -> dict:
+        return dict(self._spec)
+
+    def __setstate__(self, state: dict) -> None:
+        self._spec = {"name": str(state["name"]), "shape": tuple(int(s) for s in state["shape"]),
+                      "dtype": state["dtype"], "part_policy": str(state["part_policy"])}
+        self._kv = self._policy = self._h = None
+        self._owner, self._persistent = False, True  # a reference: it never deletes the tensor
+
+    def _attach(self) -> None:
+        """Look an unpickled tensor up by name in this process's job (once)."""
+        name, shape, dtype, policy = (self._spec[k] for k in ("name", "shape", "dtype", "part_policy"))
+        if not is_initialized():
+            raise DistGraphError(f"DistTensor {name!r} was unpickled outside a distgraph job: a pickled DistTensor "
+                                 f"names a tensor of a running job, not its rows; use it after "
+                                 f"distgraph.initialize() in that job, or save its rows (t[0:len(t)]) instead")
+        ctx = get_context()
+        handle = ctx.client.lookup(name)
+        if handle is None:
+            raise DistGraphError(f"DistTensor {name!r} was unpickled in a job that has no tensor of that name; it "
+                                 f"exists only in the job that created it (and only while a handle or "
+                                 f"persistent=True keeps it)")
+        if (tuple(handle.shape), handle.dtype, handle.policy) != (shape, dtype, policy):
+            raise InputError(f"DistTensor {name!r} was pickled as {list(shape)} {dtype} ({policy}) but this job's "
+                             f"tensor of that name is {list(handle.shape)} {handle.dtype} ({handle.policy})")
+        self._kv, self._policy, self._h = ctx.client, PartitionPolicy(policy, _book(ctx, name)), handle
+
+    @property
+    def _handle(self) -> TensorHandle:
+        if self._h is None:
+            self._attach()
+        return self._h
+
+    @property
+    def _client(self) -> KVClient:
+        if self._kv is None:
+            self._attach()
+        return self._kv
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._handle.shape
+        return self._spec["shape"]
 
     @property
     def dtype(self) -> torch.dtype:
-        return self._handle.dtype
+        return self._spec["dtype"]
 
     @property
     def name(self) -> str:
-        return self._handle.name
+        return self._spec["name"]
 
     tensor_name = name  # DGL's name for the name given at creation
 
     @property
     def part_policy(self) -> PartitionPolicy:
+        if self._policy is None:
+            self._attach()
         return self._policy
 
     @property
@@ -115,11 +161,11 @@ class DistTensor:
 
     def __repr__(self) -> str:
         return (f"DistTensor(shape={list(self.shape)}, dtype={self.dtype}, name={self.name!r}, "
-                f"policy={self._policy.policy_str!r})")
+                f"policy={self._spec['part_policy']!r})")
 
     def __del__(self):
         if getattr(self, "_owner", False) and not self._persistent:
-            self._client.schedule_delete(self._handle.name)
+            self._kv.schedule_delete(self.name)
 
 
 def start_pull(wanted: list[tuple[DistTensor, torch.Tensor]]) -> PendingPull:

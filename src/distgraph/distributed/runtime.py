@@ -186,6 +186,31 @@ def all_gather(value=None) -> list:
     return [by_rank[r] for r in range(ctx.num_trainers)]
 
 
+class JobClient:
+    """What DGL scripts reach as `g._client` (DGL's key-value client of the process):
+    `barrier()` waits for every trainer of the job (the runtime's `barrier`), and the counts
+    DGL's client reports."""
+
+    def __init__(self, ctx: Context):
+        self._ctx = ctx
+
+    def barrier(self) -> None:
+        barrier()
+
+    @property
+    def num_servers(self) -> int:
+        """Servers in the whole job (1 standalone: the process serves itself)."""
+        return sum(self._ctx.client.servers_per_machine)
+
+    @property
+    def machine_id(self) -> int:
+        return self._ctx.machine_id
+
+    def data_name_list(self) -> list[str]:
+        """Names of the tensors this machine's servers hold."""
+        return [t["name"] for t in self._ctx.client.list()]
+
+
 def shutdown_servers() -> None:
     """Ask every server to stop now (normally they stop after the last trainer's goodbye)."""
     ctx = get_context()

@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..partition.layout import PartitionConfig
 from .ssh import SshOptions
 from ..cluster.hosts import free_port, is_local
-from ..cluster.ip_config import MachineSpec, parse_ip_config, server_addresses
+from ..cluster.ip_config import MachineSpec, num_servers_disagreement, parse_ip_config, server_addresses
 
 DEFAULT_MASTER_PORT = 29500
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -121,6 +121,9 @@ def make_plan(opts: LaunchOptions) -> Plan:
     workspace = _check(opts)
     machines = parse_ip_config(_in_workspace(workspace, opts.ip_config))
     server_addresses(machines, opts.num_servers, opts.ip_config)  # checks ports do not overlap
+    disagreement = num_servers_disagreement(machines, opts.num_servers, opts.ip_config)
+    if disagreement:
+        print(f"[launch] warning: {disagreement}", file=sys.stderr, flush=True)
     local = [is_local(m.ip) for m in machines]
     if any(local) and not workspace.is_dir():
         raise InputError(f"--workspace {opts.workspace} is not a directory of this host, which runs machine "

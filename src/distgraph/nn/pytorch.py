@@ -1,6 +1,6 @@
 """`distgraph.nn.pytorch`: the layers under the path DGL scripts import them from
 (`import dgl.nn.pytorch as dglnn`); the same classes as `distgraph.nn`."""
 
-from . import GraphSAGE, HeteroGraphConv, RelGraphConv, SAGEConv
+from . import GraphConv, GraphSAGE, HeteroGraphConv, RelGraphConv, SAGEConv, WeightBasis
 
-__all__ = ["GraphSAGE", "HeteroGraphConv", "RelGraphConv", "SAGEConv"]
+__all__ = ["GraphConv", "GraphSAGE", "HeteroGraphConv", "RelGraphConv", "SAGEConv", "WeightBasis"]

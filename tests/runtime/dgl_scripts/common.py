@@ -13,6 +13,7 @@ def parse_args(extra=()):
     ap.add_argument("--num_epochs", type=int, default=4)
     ap.add_argument("--batch_size", type=int, default=100)
     ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--out_dir", default=".", help="where a script writes files (DGL's write to the working directory)")
     for flag, kind, default in extra:
         ap.add_argument(flag, type=kind, default=default)
     return ap.parse_args()
