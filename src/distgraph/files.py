@@ -5,8 +5,12 @@ copied workspaces): they are created readable by their owner only (files 0600, f
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import InputError
 
 JOB_UMASK = 0o077
 
@@ -26,3 +30,19 @@ def private_files() -> Iterator[None]:
         yield
     finally:
         os.umask(old)
+
+
+def free_bytes(path: Path) -> int:
+    """Free space of the file system holding `path` (or its nearest existing parent)."""
+    p = Path(path).absolute()
+    while not p.exists():
+        p = p.parent
+    return shutil.disk_usage(p).free
+
+
+def check_space(path: Path, need: int, what: str) -> None:
+    """An `InputError` before work starts when `need` bytes will not fit where `path` is."""
+    free = free_bytes(path)
+    if need > free:
+        raise InputError(f"{what} needs about {need / 2**30:.1f} GiB of disk under {path} and {free / 2**30:.1f} GiB "
+                         f"are free; free space or choose another folder")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -15,7 +16,8 @@ def register(subparsers) -> None:
                               description="Partition a graph (.npz, delimited edge list, or an OGB node dataset "
                                           "on disk) into NUM_PARTS parts.")
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", help="graph file: .npz, or an edge list (.csv/.tsv/.txt)")
+    source.add_argument("--input", help="graph: an .npz, an edge list (.csv/.tsv/.txt), or a folder in DGL's chunked "
+                                        "format (metadata.json)")
     source.add_argument("--dataset", help="an OGB node dataset already downloaded under --data_root (e.g. ogbn-mag)")
     p.add_argument("--data_root", default=".", help="the folder holding the --dataset (OGB's layout; nothing is "
                                                     "downloaded)")
@@ -23,7 +25,12 @@ def register(subparsers) -> None:
                    help="add a 'rev-REL' edge type reversing every edge type (as DGL's RGCN example does)")
     p.add_argument("--graph_name", required=True, help="name of the graph; the config is OUT/GRAPH_NAME.json")
     p.add_argument("--num_parts", type=int, required=True)
-    p.add_argument("--part_method", default="metis", choices=PART_METHODS)
+    p.add_argument("--part_method", default=None, choices=PART_METHODS,
+                   help="default: metis in memory when the graph fits --memory_budget, else kaminpar streaming "
+                        "(the command says which and why)")
+    p.add_argument("--memory_budget", type=float, default=None, metavar="GIB",
+                   help="memory the partitioner may plan to use (default: an eighth of this machine's)")
+    p.add_argument("--num_threads", type=int, default=None, help="threads for kaminpar (default: every core)")
     p.add_argument("--balance_train", action="store_true", help="spread train/val/test nodes evenly (METIS)")
     p.add_argument("--balance_edges", action="store_true", help="balance in-edges per partition (METIS)")
     p.add_argument("--num_hops", "--halo_hops", dest="num_hops", type=int, default=1,
@@ -59,12 +66,64 @@ def summary(stats, load_seconds: float) -> str:
     return "\n".join(rows)
 
 
+def _in_memory_only(args: argparse.Namespace) -> str | None:
+    """Why these options need the whole graph in memory, if they do."""
+    for flag, value, default in (("--num_hops", args.num_hops, 1), ("--num_trainers_per_machine",
+                                 args.num_trainers_per_machine, 1), ("--objtype", args.objtype, "cut"),
+                                 ("--add_reverse_edges", args.add_reverse_edges, False)):
+        if value != default:
+            return f"{flag} {value} needs the whole graph"
+    return None
+
+
+def _streamable(path: str) -> bool:
+    """An input the streaming partitioner reads: a chunked-format folder (or its metadata) or an .npz."""
+    from ..data import ZIP_MAGIC
+
+    p = Path(path)
+    if p.is_dir() or p.name == "metadata.json":
+        return True
+    with open(p, "rb") as f:
+        return f.read(4) in ZIP_MAGIC
+
+
 def run(args: argparse.Namespace) -> int:
-    from ..data import add_reverse_edges, load_graph
-    from ..partition import partition_graph, split_categories
+    from ..partition.choose import choose, default_budget
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError(f"--out {args.out} is an existing file; pass a folder (it is created if missing)")
+    if args.input and not Path(args.input).exists():
+        raise InputError(f"graph file {args.input} does not exist")
+    budget = int(args.memory_budget * 2**30) if args.memory_budget else default_budget()
+    source = None
+    if args.input and _streamable(args.input):
+        from ..partition.stream import open_source
+
+        source = open_source(args.input)  # headers only: nothing of the edges is read yet
+        choice = choose(source.num_edges(), args.part_method, True, _in_memory_only(args), budget)
+        if choice.streaming:
+            return _run_streaming(args, source, choice)
+    return _run_in_memory(args, budget)
+
+
+def _run_streaming(args: argparse.Namespace, source, choice) -> int:
+    from ..partition.stream import partition_stream
+
+    print(f"{args.input}: {source.num_nodes():,} nodes, {source.num_edges():,} edges, node types {source.ntypes}")
+    print(f"partitioner: {choice.why}")
+    stats = partition_stream(source, args.graph_name, args.num_parts, args.out, part_method=choice.method,
+                             balance_train=args.balance_train, balance_edges=args.balance_edges, seed=args.seed,
+                             threads=args.num_threads or os.cpu_count() or 1, progress=True)
+    print(f"{choice.method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
+    print(summary(stats, 0.0))
+    return 0
+
+
+def _run_in_memory(args: argparse.Namespace, budget: int) -> int:
+    from ..data import add_reverse_edges, load_graph
+    from ..partition import partition_graph, split_categories
+    from ..partition.choose import choose
+
     t0 = time.perf_counter()
     if args.dataset:
         from ..data import load_ogb_node
@@ -77,12 +136,14 @@ def run(args: argparse.Namespace) -> int:
         g = add_reverse_edges(g)
     load_seconds = time.perf_counter() - t0
     print(f"{args.input or args.dataset}: {g.num_nodes():,} nodes, {g.num_edges():,} edges, node types {g.ntypes}")
+    choice = choose(g.num_edges(), args.part_method, False, _in_memory_only(args), budget)
+    print(f"partitioner: {choice.why}")
     stats = partition_graph(
-        g, args.graph_name, args.num_parts, args.out, part_method=args.part_method,
+        g, args.graph_name, args.num_parts, args.out, part_method=choice.method,
         balance_ntypes=split_categories(g) if args.balance_train else None,
         balance_edges=args.balance_edges, num_hops=args.num_hops, seed=args.seed, progress=True,
         num_trainers_per_machine=args.num_trainers_per_machine, objtype=args.objtype,
     )
-    print(f"{args.part_method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
+    print(f"{choice.method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
     print(summary(stats, load_seconds))
     return 0

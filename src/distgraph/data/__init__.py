@@ -22,9 +22,14 @@ __all__ = sorted([*_EXPORTS, "add_reverse_edges", "load_edgelist", "load_graph",
 
 
 def load_graph(path: str | Path, *, tensors: bool = True, **edgelist_kwargs) -> ArrayGraph:
-    """Load an `.npz` (recognised by its zip signature, whatever the file is called) or a delimited
-    edge list: a `Graph`, or with `tensors=False` an `ArrayGraph` of numpy arrays (no torch)."""
+    """Load an `.npz` (recognised by its zip signature, whatever the file is called), a folder in
+    DGL's chunked format (or its metadata.json), or a delimited edge list: a `Graph`, or with
+    `tensors=False` an `ArrayGraph` of numpy arrays (no torch)."""
     p = Path(path)
+    if p.is_dir() or p.name == "metadata.json":
+        from .chunked import load_chunked
+
+        return load_chunked(p, tensors=tensors)
     if not p.is_file():
         raise InputError(f"graph file {p} does not exist")
     with open(p, "rb") as f:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..files import check_space
 from .file_array import FileArray
 
 METADATA = "metadata.json"
@@ -247,3 +248,62 @@ def write_chunked(root: str | Path, graph_name: str, num_nodes: dict[str, list[i
     path = Path(root) / METADATA
     path.write_text(json.dumps(meta, indent=1))
     return path
+
+
+class ChunkWriter:
+    """Writes a graph in the chunked format a chunk at a time: edge chunks per edge type, node
+    data chunks per node type (all of a chunk's arrays with the same rows), then `metadata.json`."""
+
+    def __init__(self, root: str | Path, graph_name: str, need_bytes: int = 0):
+        """`root` must be a new or empty folder with about `need_bytes` free beneath it."""
+        self.root, self.graph_name = Path(root), graph_name
+        if self.root.exists() and any(self.root.iterdir()):
+            raise InputError(f"{self.root} is not empty; give a new folder for the chunked graph")
+        check_space(self.root, need_bytes, f"the graph {graph_name}")
+        self.edges: dict[str, list[str]] = {}
+        self.edge_counts: dict[str, list[int]] = {}
+        self.node_data: dict[str, dict[str, list[str]]] = {}
+        self.node_counts: dict[str, list[int]] = {}
+
+    def add_edges(self, etype: str, src: np.ndarray, dst: np.ndarray) -> None:
+        files = self.edges.setdefault(etype, [])
+        rel = f"edges/{etype.replace(':', '-')}-{len(files)}.npy"
+        (self.root / "edges").mkdir(parents=True, exist_ok=True)
+        np.save(self.root / rel, np.stack([src, dst], axis=1))
+        files.append(rel)
+        self.edge_counts.setdefault(etype, []).append(int(src.size))
+
+    def add_nodes(self, ntype: str, count: int, arrays: dict[str, np.ndarray]) -> None:
+        (self.root / "node_data").mkdir(parents=True, exist_ok=True)
+        chunk = len(self.node_counts.setdefault(ntype, []))
+        for name, a in arrays.items():
+            if len(a) != count:
+                raise ValueError(f"node data {name!r} has {len(a)} rows for a chunk of {count} nodes")
+            rel = f"node_data/{ntype}-{name}-{chunk}.npy"
+            np.save(self.root / rel, a)
+            self.node_data.setdefault(ntype, {}).setdefault(name, []).append(rel)
+        self.node_counts[ntype].append(int(count))
+
+    def finish(self) -> Path:
+        return write_chunked(self.root, self.graph_name, self.node_counts, self.edges, self.edge_counts,
+                             node_data=self.node_data)
+
+
+def load_chunked(path: str | Path, *, tensors: bool = False):
+    """A chunked-format graph read whole into a `Graph` (or with `tensors=False` an `ArrayGraph`):
+    for graphs that fit in memory; the streaming partitioner reads bigger ones a chunk at a time."""
+    from ..array_graph import graph_class
+
+    cg = ChunkedGraph(path)
+    edges = {}
+    for c in cg.canonical_etypes:
+        pieces = list(cg.edge_chunks(c))
+        edges[c] = tuple(np.concatenate([p[i] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
+                         for i in (0, 1))
+    ndata = {t: {k: np.asarray(v) for k, v in d.items()} for t, d in cg.node_data.items()}
+    edata = {c: {k: np.asarray(v) for k, v in d.items()} for c, d in cg.edge_data.items()}
+    cls = graph_class(tensors)
+    if cg.ntypes == ["_N"] and [":".join(c) for c in cg.canonical_etypes] == ["_N:_E:_N"]:
+        (src, dst), = edges.values()
+        return cls(src, dst, cg.num_nodes["_N"], ndata["_N"], edata[cg.canonical_etypes[0]])
+    return cls.from_hetero(edges, cg.num_nodes, ndata, edata)

@@ -13,14 +13,13 @@ are learnable), `label`, and train/val/test masks with papers100M's proportions.
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from ..errors import InputError
-from .chunked import write_chunked
+from .chunked import ChunkWriter
 
 GRAPH500 = (0.57, 0.19, 0.19, 0.05)
 SPLITS = {"train_mask": 0.011, "val_mask": 0.0011, "test_mask": 0.0019}  # ogbn-papers100M's shares
@@ -68,49 +67,38 @@ def generate_rmat(out: str | Path, num_nodes: int, num_edges: int, feat_dim: int
     if abs(sum(probs) - 1) > 1e-6 or min(probs) < 0:
         raise InputError(f"R-MAT probabilities {probs} must be non-negative and sum to 1")
     root = Path(out)
-    if root.exists() and any(root.iterdir()):
-        raise InputError(f"{root} is not empty; give a new folder for the chunked graph")
-    need = num_edges * 16 + num_nodes * (feat_dim * np.dtype(feat_dtype).itemsize + 11)
-    free = shutil.disk_usage(root.parent if root.parent.exists() else Path.cwd()).free
-    if need > free:
-        raise InputError(f"the graph needs about {need / 2**30:.1f} GiB on disk and {free / 2**30:.1f} GiB are free "
-                         f"where {root} goes")
-    (root / "edges").mkdir(parents=True, exist_ok=True)
-    (root / "node_data").mkdir(exist_ok=True)
+    out = ChunkWriter(root, root.name, num_edges * 16 + num_nodes * (feat_dim * np.dtype(feat_dtype).itemsize + 11))
     rng = np.random.default_rng(seed)
     scale = max(1, int(num_nodes - 1).bit_length())
     k, o = _bijection(num_nodes, rng)
-    edge_files, edge_counts = [], []
     bar = tqdm(total=num_edges + num_nodes, desc="generate rmat", unit="row", unit_scale=True, disable=not progress)
-    for i, start in enumerate(range(0, num_edges, chunk_edges)):
+    for start in range(0, num_edges, chunk_edges):
         count = min(chunk_edges, num_edges - start)
         src, dst = rmat_edges(rng, count, scale, probs)
-        pair = np.stack([_permute(src, num_nodes, k, o), _permute(dst, num_nodes, k, o)], axis=1)
-        name = f"edges/edges-{i}.npy"
-        np.save(root / name, pair)
-        edge_files.append(name)
-        edge_counts.append(count)
+        out.add_edges("_N:_E:_N", _permute(src, num_nodes, k, o), _permute(dst, num_nodes, k, o))
         bar.update(count)
-    centres = rng.standard_normal((num_classes, feat_dim)).astype(np.float32)
-    data = {name: [] for name in ("feat", "label", *SPLITS)}
-    node_counts = []
-    node_chunk = max(1, (chunk_edges * 16) // max(1, feat_dim * 4 + 16))
-    for i, start in enumerate(range(0, num_nodes, node_chunk)):
-        count = min(node_chunk, num_nodes - start)
-        label = rng.integers(0, num_classes, count)
+    write_node_data(out, "_N", num_nodes, rng, rng.integers(0, num_classes, num_nodes), num_classes, feat_dim,
+                    feat_dtype, 1.0, SPLITS, chunk_edges, bar)
+    bar.close()
+    return out.finish()
+
+
+def write_node_data(out: ChunkWriter, ntype: str, num_nodes: int, rng: np.random.Generator, labels: np.ndarray,
+                    num_classes: int, feat_dim: int, feat_dtype: str, signal: float, splits: dict[str, float],
+                    chunk_rows: int, bar) -> None:
+    """Node chunks of `feat` (a class centre times `signal` plus unit noise), `label` and the
+    split masks (disjoint, with the given shares)."""
+    centres = (rng.standard_normal((num_classes, feat_dim)) * signal).astype(np.float32)
+    step = max(1, chunk_rows // max(1, feat_dim))
+    for start in range(0, num_nodes, step):
+        count = min(step, num_nodes - start)
+        label = labels[start:start + count]
         feat = (centres[label] + rng.standard_normal((count, feat_dim), dtype=np.float32)).astype(feat_dtype)
         split = rng.random(count)
         arrays = {"feat": feat, "label": label}
         low = 0.0
-        for name, share in SPLITS.items():
+        for name, share in splits.items():
             arrays[name] = (split >= low) & (split < low + share)
             low += share
-        for name, a in arrays.items():
-            rel = f"node_data/{name}-{i}.npy"
-            np.save(root / rel, a)
-            data[name].append(rel)
-        node_counts.append(count)
+        out.add_nodes(ntype, count, arrays)
         bar.update(count)
-    bar.close()
-    return write_chunked(root, root.name, {"_N": node_counts}, {"_N:_E:_N": edge_files}, {"_N:_E:_N": edge_counts},
-                         node_data={"_N": data})

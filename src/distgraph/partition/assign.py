@@ -109,6 +109,13 @@ def assign_parts(
         if alongside is not None:
             alongside()
         return parts
+    if part_method == "kaminpar":
+        from .stream import kaminpar_assign
+
+        parts = kaminpar_assign(g, num_parts, seed, balance_ntypes, balance_edges)
+        if alongside is not None:
+            alongside()
+        return fill_empty_parts(parts, num_parts)
     xadj, adjncy = symmetric_adjacency(np.asarray(g.src), np.asarray(g.dst), n)
     if node_weights is not None:
         weights = np.asarray(node_weights, dtype=np.int64).reshape(n, -1)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 2  # 2: a partition's "eids" may be null (its in-edges are exactly its edge range)
 READABLE_VERSIONS = (1, 2)
-PART_METHODS = ("metis", "random")
+PART_METHODS = ("metis", "kaminpar", "random")
 _NAME = re.compile(r"[A-Za-z0-9_\-]+")
 
 

@@ -21,7 +21,8 @@ from tqdm import tqdm
 
 from ...arrays import unique_sorted
 from ...errors import PartitionError
-from .buckets import Buckets, check_space
+from ...files import check_space
+from .buckets import Buckets
 from .source import StreamSource
 
 HEADER_BYTES = 24

@@ -72,22 +72,6 @@ class Buckets:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def free_bytes(path: Path) -> int:
-    """Free space of the file system holding `path` (or its nearest existing parent)."""
-    p = Path(path).absolute()
-    while not p.exists():
-        p = p.parent
-    return shutil.disk_usage(p).free
-
-
-def check_space(path: Path, need: int, what: str) -> None:
-    """An `InputError` before work starts when `need` bytes will not fit where `path` is."""
-    free = free_bytes(path)
-    if need > free:
-        raise InputError(f"{what} needs about {need / 2**30:.1f} GiB of disk under {path} and {free / 2**30:.1f} GiB "
-                         f"are free; free space or choose another folder")
-
-
 def id_dtype(bound: int) -> np.dtype:
     """The smaller of int32/int64 that holds values below `bound`."""
     return np.dtype(np.int32 if bound <= np.iinfo(np.int32).max else np.int64)

@@ -31,9 +31,10 @@ from ..assign import SPLIT_MASKS, fill_empty_parts, positive_int
 from ..layout import DataSpec, PartMeta, check_name, config_json, part_files
 from ..writer import PartitionStats, _remove_previous
 from .adjacency import kaminpar_parts, row_buckets, write_parhip
-from .buckets import Buckets, check_space, id_dtype
+from ...files import check_space
+from .buckets import Buckets, id_dtype
 from .npyfile import NpyFile, save_rows
-from .source import StreamSource
+from .source import StreamSource, from_array_graph
 
 MAX_BUCKETS = 200  # bucket files open at once (3 each): well under a process's open-file limit
 STREAM_METHODS = ("kaminpar", "metis", "random")
@@ -87,25 +88,47 @@ def node_flag(source: StreamSource, name: str) -> np.ndarray:
     return flag
 
 
-def combined_weight(source: StreamSource, deg: Degrees, balance_train: bool, balance_edges: bool) -> np.ndarray | None:
-    """One vertex weight standing for several constraints (KaMinPar balances one): each node
-    counts 1, plus its in-degree with `balance_edges`, plus with `balance_train` a weight per
-    train/val/test node that gives each of those sets as much total weight as all nodes have."""
-    if not (balance_train or balance_edges):
-        return None
-    n = source.num_nodes()
-    w = np.ones(n, dtype=np.int64)
-    if balance_edges:
-        w += deg.in_deg
-    if balance_train:
-        for name in SPLIT_MASKS:
-            flag = node_flag(source, name)
-            count = int(flag.sum())
-            if count:
-                w[flag] += max(1, round(n / count))
+def combined_weight(num_nodes: int, in_deg: np.ndarray | None, groups) -> np.ndarray:
+    """One vertex weight standing for several balance constraints (KaMinPar balances one): each
+    node counts 1, plus its in-degree when `in_deg` is given (balance in-edges), plus for each
+    boolean mask in `groups` (train, val, test nodes) a weight that gives the masked nodes as
+    much total weight as all nodes have, so each such set is spread too."""
+    w = np.ones(num_nodes, dtype=np.int64)
+    if in_deg is not None:
+        w += in_deg
+    for flag in groups:
+        count = int(flag.sum())
+        if count:
+            w[flag] += max(1, round(num_nodes / count))
     if int(w.max()) >= 2**31 or int(w.sum()) >= 2**62:
         raise PartitionError("the combined vertex weights overflow; balance fewer things or use --part_method random")
     return w
+
+
+def split_weight(source: StreamSource, deg: Degrees, balance_train: bool, balance_edges: bool) -> np.ndarray | None:
+    """`combined_weight` for `--balance_train` (train/val/test masks) and `--balance_edges`."""
+    if not (balance_train or balance_edges):
+        return None
+    groups = (node_flag(source, name) for name in SPLIT_MASKS) if balance_train else ()
+    return combined_weight(source.num_nodes(), deg.in_deg if balance_edges else None, groups)
+
+
+def kaminpar_assign(g, num_parts: int, seed: int, balance_ntypes=None, balance_edges: bool = False) -> np.ndarray:
+    """KaMinPar's parts of an in-memory graph (`partition_graph(part_method="kaminpar")`): its
+    undirected graph goes through a scratch file as in the streaming path; `balance_ntypes`
+    (categories, e.g. train/val/test) and `balance_edges` fold into the one combined weight."""
+    import tempfile
+
+    source = from_array_graph(g)
+    deg = count_degrees(source)
+    weights = None
+    if balance_ntypes is not None or balance_edges:
+        cat = np.asarray(balance_ntypes).reshape(-1) if balance_ntypes is not None else np.zeros(0, dtype=np.int64)
+        weights = combined_weight(source.num_nodes(), deg.in_deg if balance_edges else None,
+                                  (cat == c for c in np.unique(cat[cat > 0])))
+    with tempfile.TemporaryDirectory(prefix=".kaminpar-") as scratch:
+        return assign(source, deg, num_parts, "kaminpar", seed, Path(scratch), weights,
+                      max(1 << 20, source.num_edges() // 10))
 
 
 def assign(source: StreamSource, deg: Degrees, num_parts: int, method: str, seed: int, scratch: Path,
@@ -214,7 +237,7 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
 
     deg = count_degrees(source, progress)
     if parts is None:
-        weights = combined_weight(source, deg, balance_train, balance_edges)
+        weights = split_weight(source, deg, balance_train, balance_edges)
         parts = assign(source, deg, num_parts, part_method, seed, out, weights, bucket_edges, threads, progress)
     else:
         parts = np.asarray(parts, dtype=np.int64)

@@ -1,0 +1,51 @@
+"""Which partitioner `distgraph partition` runs, and why it says so.
+
+The in-memory path holds the whole graph and runs METIS with several balance constraints: the
+best cuts, at about 170 bytes an edge at its peak (docs/benchmarks.md). The streaming path holds
+per-node arrays and one bucket of edges, and runs KaMinPar on an undirected graph file: a few
+bytes an edge, one combined balance weight. Without `--part_method`, a graph whose in-memory
+path would fit the memory budget (an eighth of this machine's memory unless given) is partitioned
+in memory with METIS, a larger one by streaming with KaMinPar.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+IN_MEMORY_BYTES_PER_EDGE = 170
+BUDGET_SHARE = 8  # the default budget: this machine's memory / BUDGET_SHARE
+
+
+@dataclass(frozen=True)
+class Choice:
+    method: str  # metis | kaminpar | random
+    streaming: bool
+    why: str
+
+
+def default_budget() -> int:
+    """Bytes the partitioner may plan to use when not told: a share of this machine's memory."""
+    import psutil
+
+    return psutil.virtual_memory().total // BUDGET_SHARE
+
+
+def choose(num_edges: int, requested: str | None, streamable: bool, in_memory_only: str | None,
+           budget: int) -> Choice:
+    """The partitioner for a graph of `num_edges` edges: `requested` (a --part_method) or the
+    automatic choice; `streamable`: the input can be read as a stream (.npz, chunked format);
+    `in_memory_only`: why this run needs the whole graph in memory (an option), if it does."""
+    need = IN_MEMORY_BYTES_PER_EDGE * num_edges
+    fits = need <= budget
+    size = f"{num_edges:,} edges need about {need / 2**30:.1f} GiB in memory, the budget is {budget / 2**30:.1f} GiB"
+    if requested is not None:
+        streaming = streamable and in_memory_only is None and (requested == "kaminpar" or not fits)
+        where = "streaming" if streaming else "in memory"
+        return Choice(requested, streaming, f"{requested} as asked, {where} ({size})")
+    if fits or not streamable or in_memory_only:
+        method = "metis" if fits else "kaminpar"
+        reason = ("it fits" if fits else
+                  f"{in_memory_only or 'this input is read whole'}, and kaminpar needs less memory than METIS")
+        return Choice(method, False, f"{method} in memory: {reason} ({size})")
+    return Choice("kaminpar", True, f"kaminpar streaming: the graph is too large for the in-memory METIS path "
+                                    f"({size}); --part_method metis and --memory_budget override this")
