@@ -99,10 +99,11 @@ def kaminpar_parts(path: Path, num_parts: int, seed: int, imbalance: float = 0.0
     except ImportError:
         raise PartitionError("the kaminpar partitioner is not installed: pip install kaminpar "
                              "(or choose --part_method metis or random)") from None
-    kaminpar.reseed(seed)
     graph = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.PARHIP, compress=True)
     context = kaminpar.terapart_context() if memory_efficient else kaminpar.default_context()
-    parts = kaminpar.KaMinPar(threads, context).compute_partition(graph, num_parts, imbalance)
+    partitioner = kaminpar.KaMinPar(threads, context)
+    kaminpar.reseed(seed)  # after loading and set-up, which draw from its generator the first time only
+    parts = partitioner.compute_partition(graph, num_parts, imbalance)
     del graph
     return np.fromiter(parts, dtype=np.int32, count=len(parts))
 

@@ -17,6 +17,7 @@ edges as a stream and keeping only per-node arrays and one bucket of edges in me
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,8 +254,65 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
     part_starts = np.concatenate([node_ranges[:, 0, 0], [n]])
     bounds = _buckets_of_parts(deg.in_deg[new2old], part_starts, bucket_edges)
     bucket_part = np.searchsorted(part_starts, bounds[:-1], side="right") - 1
-    _remove_previous(out / f"{graph_name}.json")
+    config_path = out / f"{graph_name}.json"
+    _remove_previous(config_path)
+    config_path.unlink(missing_ok=True)  # from here until the new config, nothing here loads
+    try:
+        metas, node_files, edge_files, edge_ranges, cut = _write_parts(
+            source, out, deg, old2new, new2old, node_ranges, bounds, bucket_part, node_names, edge_names,
+            (id_t, eid_t), progress)
+    except BaseException:
+        _remove_files(out, num_parts, source, node_names, edge_names)
+        raise
 
+    train = node_flag(source, "train_mask")
+    stats = PartitionStats(
+        num_parts=num_parts, part_nodes=[pm.num_inner_nodes for pm in metas],
+        part_edges=[pm.num_inner_edges for pm in metas],
+        part_halo=[pm.num_local_nodes - pm.num_inner_nodes for pm in metas],
+        part_train=np.bincount(parts[train], minlength=num_parts).tolist(),
+        edge_cut=cut / m if m else 0.0, assign_seconds=t_assign, total_seconds=0.0)
+    config = config_json(
+        graph_name, n, m, part_method, 1, source.ntypes, source.canonical_etypes,
+        node_map={t: node_ranges[:, i].tolist() for i, t in enumerate(source.ntypes)},
+        edge_map={":".join(c): edge_ranges[:, i].tolist() for i, c in enumerate(source.canonical_etypes)},
+        node_data=node_meta, edge_data=edge_meta,
+        mapping={"node": node_files, "edge": edge_files, "node_names": None}, partitions=metas)
+    stats.total_seconds = time.perf_counter() - t0
+    config["stats"] = stats.as_dict()
+    tmp = config_path.with_name(f".{config_path.name}.tmp")
+    tmp.write_text(json.dumps(config, indent=1))
+    os.replace(tmp, config_path)  # the partitioning exists, whole, from this rename on
+    return stats
+
+
+def _remove_files(out: Path, num_parts: int, source: StreamSource, node_names: dict, edge_names: dict) -> None:
+    """Remove what a failed run wrote (only the files this partitioning names)."""
+    for p in range(num_parts):
+        for rel in _flat(part_files(p, node_names, edge_names, typed=len(source.canonical_etypes) > 1)):
+            (out / rel).unlink(missing_ok=True)
+        try:
+            (out / f"part{p}").rmdir()
+        except OSError:
+            pass
+    for rel in [f"mapping/node.{t}.npy" for t in source.ntypes] + \
+               [f"mapping/edge.{':'.join(c)}.npy" for c in source.canonical_etypes]:
+        (out / rel).unlink(missing_ok=True)
+
+
+def _flat(files) -> list[str]:
+    if isinstance(files, dict):
+        return [f for v in files.values() for f in _flat(v)]
+    return [files] if isinstance(files, str) else []
+
+
+def _write_parts(source, out, deg, old2new, new2old, node_ranges, bounds, bucket_part, node_names, edge_names,
+                 dtypes, progress):
+    """Spread the edges into buckets and write every partition; (their config entries, node map
+    files, edge map files, edge ranges, cut edges)."""
+    num_parts, R, m = node_ranges.shape[0], len(source.canonical_etypes), source.num_edges()
+    part_starts = np.concatenate([node_ranges[:, 0, 0], [source.num_nodes()]])
+    id_t, eid_t = dtypes
     per_type = np.zeros(num_parts * R, dtype=np.int64)
     cut = 0
     with Buckets(out, bounds.size - 1, {"dst": id_t, "src": id_t, "eid": eid_t}, "edges") as buckets:
@@ -279,24 +337,7 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
                          edge_names, progress)
         metas = [writer.part(p, deg.out_deg) for p in range(num_parts)]
         node_files, edge_files = writer.mappings()
-
-    train = node_flag(source, "train_mask")
-    stats = PartitionStats(
-        num_parts=num_parts, part_nodes=[pm.num_inner_nodes for pm in metas],
-        part_edges=[pm.num_inner_edges for pm in metas],
-        part_halo=[pm.num_local_nodes - pm.num_inner_nodes for pm in metas],
-        part_train=np.bincount(parts[train], minlength=num_parts).tolist(),
-        edge_cut=cut / m if m else 0.0, assign_seconds=t_assign, total_seconds=0.0)
-    config = config_json(
-        graph_name, n, m, part_method, 1, source.ntypes, source.canonical_etypes,
-        node_map={t: node_ranges[:, i].tolist() for i, t in enumerate(source.ntypes)},
-        edge_map={":".join(c): edge_ranges[:, i].tolist() for i, c in enumerate(source.canonical_etypes)},
-        node_data=node_meta, edge_data=edge_meta,
-        mapping={"node": node_files, "edge": edge_files, "node_names": None}, partitions=metas)
-    stats.total_seconds = time.perf_counter() - t0
-    config["stats"] = stats.as_dict()
-    (out / f"{graph_name}.json").write_text(json.dumps(config, indent=1))
-    return stats
+    return metas, node_files, edge_files, edge_ranges, cut
 
 
 class _Writer:

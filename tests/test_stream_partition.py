@@ -1,0 +1,188 @@
+"""The streaming partitioner writes what `partition_graph` writes, byte for byte, for the same
+assignment, from every input it reads (an in-memory graph, an `.npz` read in pieces, DGL's
+chunked format), homogeneous and heterogeneous, over many buckets and with KaMinPar's
+assignment; chunked inputs are checked, and a failed run leaves nothing that loads."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distgraph.data import generate_mag, generate_sbm, save_npz
+from distgraph.data.chunked import ChunkedGraph, ChunkWriter, load_chunked
+from distgraph.errors import InputError, PartitionError
+from distgraph.partition import load_partition, partition_graph
+from distgraph.partition.stream import from_array_graph, from_chunked, from_npz, partition_stream
+
+
+def _same_partitions(a: Path, b: Path, name: str = "g") -> None:
+    files_a = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert files_a == files_b
+    differ = [f for f in files_a if f.suffix == ".npy" and not filecmp.cmp(a / f, b / f, shallow=False)]
+    assert not differ, differ
+    configs = [json.loads((d / f"{name}.json").read_text()) for d in (a, b)]
+    for c in configs:
+        for timing in ("assign_seconds", "total_seconds"):
+            del c["stats"][timing]
+    assert configs[0] == configs[1]
+
+
+def _chunked_copy(g, root: Path, edge_chunks: int = 3) -> Path:
+    """`g` in DGL's chunked format: `edge_chunks` files per edge type, node data in two chunks."""
+    w = ChunkWriter(root, "g")
+    for i, c in enumerate(g.canonical_etypes):
+        lo, hi = int(g.etype_offsets[i]), int(g.etype_offsets[i + 1])
+        src = np.asarray(g.src[lo:hi]) - int(g.ntype_offsets[g.get_ntype_id(c[0])])
+        dst = np.asarray(g.dst[lo:hi]) - int(g.ntype_offsets[g.get_ntype_id(c[2])])
+        for idx in np.array_split(np.arange(src.size), edge_chunks):
+            w.add_edges(":".join(c), src[idx], dst[idx])
+    for t in g.ntypes:
+        n = g.num_nodes(t)
+        data = {k: np.asarray(v) for k, v in g.nodes[t].data.items()}
+        for lo, hi in ((0, n // 2), (n // 2, n)):
+            w.add_nodes(t, hi - lo, {k: v[lo:hi] for k, v in data.items()})
+    return w.finish()
+
+
+@pytest.fixture(scope="module", params=["homogeneous", "heterogeneous"])
+def graph(request):
+    if request.param == "homogeneous":
+        return generate_sbm(3000, 30000, num_classes=6, feat_dim=8, seed=1)
+    return generate_mag(1200, 900, 40, 80, num_classes=5, feat_dim=8, seed=2)
+
+
+@pytest.mark.parametrize("reader", ["graph", "npz", "chunked"])
+def test_every_input_partitions_as_partition_graph_does(graph, tmp_path, reader):
+    partition_graph(graph, "g", 3, tmp_path / "memory", part_method="random", seed=4)
+    if reader == "graph":
+        source = from_array_graph(graph)
+    elif reader == "npz":
+        save_npz(graph, tmp_path / "g.npz")
+        source = from_npz(tmp_path / "g.npz")
+    else:
+        source = from_chunked(_chunked_copy(graph, tmp_path / "chunked"))
+    # small buckets: every part is written over many of them
+    stats = partition_stream(source, "g", 3, tmp_path / "stream", part_method="random", seed=4, bucket_edges=2000)
+    _same_partitions(tmp_path / "memory", tmp_path / "stream")
+    assert sum(stats.part_edges) == graph.num_edges() and 0 < stats.edge_cut < 1
+    assert not list((tmp_path / "stream").glob(".*")), "scratch left behind"
+    part = load_partition(tmp_path / "stream" / "g.json", 1)
+    assert part.num_inner_nodes == stats.part_nodes[1]
+
+
+def _assignment(config: Path) -> np.ndarray:
+    """The part of every original node id, read back from a partitioning's id maps."""
+    cfg = json.loads(config.read_text())
+    parts = np.empty(cfg["num_nodes"], dtype=np.int64)
+    base = 0
+    for t in cfg["ntypes"]:
+        new2old = np.load(config.parent / cfg["mapping"]["node"][t])
+        ranges = np.asarray(cfg["node_map"][t])
+        at = 0
+        for p, (lo, hi) in enumerate(ranges):
+            parts[base + new2old[at:at + hi - lo]] = p
+            at += hi - lo
+        base += new2old.size
+    return parts
+
+
+def test_kaminpar_partitions_stream_as_partition_graph_writes_them(graph, tmp_path, monkeypatch):
+    """KaMinPar's assignment (its result may vary between runs: it depends on memory layout),
+    written by both paths, gives the same files; its cut is near METIS's."""
+    stats = partition_stream(from_array_graph(graph), "g", 3, tmp_path / "stream", part_method="kaminpar", seed=2,
+                             bucket_edges=5000)
+    parts = _assignment(tmp_path / "stream" / "g.json")
+    import distgraph.partition.writer as writer
+
+    monkeypatch.setattr(writer, "assign_parts", lambda *a, alongside, **k: (alongside(), parts.copy())[1])
+    partition_graph(graph, "g", 3, tmp_path / "memory", part_method="kaminpar")
+    monkeypatch.undo()
+    _same_partitions(tmp_path / "memory", tmp_path / "stream")
+    metis = partition_graph(graph, "g", 3, tmp_path / "metis", part_method="metis")
+    assert stats.edge_cut <= 1.15 * metis.edge_cut
+    assert max(stats.part_nodes) <= 1.04 * graph.num_nodes() / 3
+
+
+def test_chunked_format_round_trip_and_other_chunk_formats(tmp_path):
+    g = generate_sbm(500, 3000, num_classes=3, feat_dim=4, seed=3)
+    loaded = load_chunked(_chunked_copy(g, tmp_path / "c"))
+    assert np.array_equal(loaded.src, g.src) and np.array_equal(loaded.dst, g.dst)
+    for k, v in g.ndata.items():
+        assert np.array_equal(np.asarray(loaded.ndata[k]), np.asarray(v))
+    # the same edges as CSV and parquet chunks (DGL's other edge formats)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    meta = json.loads((tmp_path / "c" / "metadata.json").read_text())
+    src, dst = np.asarray(g.src), np.asarray(g.dst)
+    np.savetxt(tmp_path / "c" / "e.csv", np.stack([src[:1000], dst[:1000]], 1), fmt="%d", delimiter=" ")
+    pq.write_table(pa.table({"src": src[1000:], "dst": dst[1000:]}), tmp_path / "c" / "e.parquet")
+    meta["edges"]["_N:_E:_N"] = {"format": {"name": "csv", "delimiter": " "}, "data": ["e.csv"]}
+    meta["num_edges_per_chunk"] = [[1000]]
+    (tmp_path / "c" / "metadata.json").write_text(json.dumps(meta))
+    part = ChunkedGraph(tmp_path / "c")
+    (s, d), = list(part.edge_chunks(("_N", "_E", "_N")))
+    assert np.array_equal(s, src[:1000]) and np.array_equal(d, dst[:1000])
+    meta["edges"]["_N:_E:_N"] = {"format": {"name": "parquet"}, "data": ["e.parquet"]}
+    meta["num_edges_per_chunk"] = [[2000]]
+    (tmp_path / "c" / "metadata.json").write_text(json.dumps(meta))
+    (s, d), = list(ChunkedGraph(tmp_path / "c").edge_chunks(("_N", "_E", "_N")))
+    assert np.array_equal(s, src[1000:]) and np.array_equal(d, dst[1000:])
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("missing chunk", r"names .*-1\.npy, which is missing; restore it"),
+    ("wrong row count", "has 1000 rows but metadata.json says 999"),
+    ("id out of range", "node ids outside"),
+    ("not json", "is not valid JSON"),
+])
+def test_a_damaged_chunked_graph_is_one_clear_error(tmp_path, damage, message):
+    g = generate_sbm(500, 3000, num_classes=3, feat_dim=4, seed=3)
+    meta_file = _chunked_copy(g, tmp_path / "c")
+    meta = json.loads(meta_file.read_text())
+    first = tmp_path / "c" / meta["edges"]["_N:_E:_N"]["data"][1]
+    if damage == "missing chunk":
+        first.unlink()
+    elif damage == "wrong row count":
+        meta["num_edges_per_chunk"][0][0] = 999
+        meta_file.write_text(json.dumps(meta))
+    elif damage == "id out of range":
+        pairs = np.load(first)
+        pairs[5, 0] = 10_000
+        np.save(first, pairs)
+    else:
+        meta_file.write_text("{not json")
+    with pytest.raises(InputError, match=message):
+        source = from_chunked(tmp_path / "c")
+        partition_stream(source, "g", 2, tmp_path / "out", part_method="random")
+    assert not (tmp_path / "out" / "g.json").exists()
+
+
+def test_a_run_that_fails_while_writing_leaves_nothing_that_loads(graph, tmp_path, monkeypatch):
+    """A full disk while writing (os.pwrite failing with ENOSPC): one clear error, the earlier
+    partitioning of the folder is gone as a whole, no file of the failed one is left."""
+    partition_graph(graph, "g", 3, tmp_path / "out", part_method="random", seed=1)
+    assert load_partition(tmp_path / "out" / "g.json", 0)
+    calls = {"n": 0}
+    real = os.pwrite
+
+    def full_disk(fd, data, offset):
+        calls["n"] += 1
+        if calls["n"] > 12:
+            raise OSError(28, "No space left on device")
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", full_disk)
+    with pytest.raises(InputError, match="No space left on device.*free disk space"):
+        partition_stream(from_array_graph(graph), "g", 3, tmp_path / "out", part_method="random", seed=2)
+    monkeypatch.undo()
+    assert not (tmp_path / "out" / "g.json").exists()
+    assert not [p for p in (tmp_path / "out").rglob("*") if p.is_file()], "files of the failed run are left"
+    with pytest.raises(PartitionError, match="does not exist"):
+        load_partition(tmp_path / "out" / "g.json", 0)
