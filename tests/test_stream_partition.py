@@ -186,3 +186,44 @@ def test_a_run_that_fails_while_writing_leaves_nothing_that_loads(graph, tmp_pat
     assert not [p for p in (tmp_path / "out").rglob("*") if p.is_file()], "files of the failed run are left"
     with pytest.raises(PartitionError, match="does not exist"):
         load_partition(tmp_path / "out" / "g.json", 0)
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["stored", "compressed"])
+def test_ogb_binary_layout_partitions_as_the_graph_it_holds(tmp_path, compressed):
+    """A tiny folder in ogbn-papers100M's binary layout (raw/data.npz, raw/node-label.npz,
+    split/time/*.csv.gz), stored or compressed as OGB ships it, partitions as the same graph
+    built in memory; NaN labels become -1, the splits masks."""
+    import gzip
+
+    from distgraph.data.ogb_binary import UNPACKED
+    from distgraph.graph import Graph
+    from distgraph.partition.stream import from_ogb_binary
+
+    g = generate_sbm(800, 6000, num_classes=4, feat_dim=6, seed=7)
+    src, dst = np.asarray(g.src), np.asarray(g.dst)
+    feat = np.asarray(g.ndata["feat"]).astype(np.float16)
+    label = np.asarray(g.ndata["label"]).astype(np.float64)
+    label[::7] = np.nan
+    (tmp_path / "papers" / "raw").mkdir(parents=True)
+    save = np.savez_compressed if compressed else np.savez
+    save(tmp_path / "papers" / "raw" / "data.npz", edge_index=np.stack([src, dst]), num_nodes_list=np.array([800]),
+         num_edges_list=np.array([6000]), node_feat=feat, node_year=np.arange(800) % 30 + 1990)
+    np.savez_compressed(tmp_path / "papers" / "raw" / "node-label.npz", node_label=label[:, None])
+    split = tmp_path / "papers" / "split" / "time"
+    split.mkdir(parents=True)
+    ids = np.random.default_rng(0).permutation(800)
+    for name, part in (("train", ids[:80]), ("valid", ids[80:100]), ("test", ids[100:130])):
+        with gzip.open(split / f"{name}.csv.gz", "wt") as f:
+            f.write("".join(f"{i}\n" for i in part))
+    want = np.where(np.isnan(label), -1, label).astype(np.int64)
+    masks = {}
+    for key, part in (("train_mask", ids[:80]), ("val_mask", ids[80:100]), ("test_mask", ids[100:130])):
+        masks[key] = np.zeros(800, dtype=bool)
+        masks[key][part] = True
+    ref = Graph(src, dst, 800, {"feat": feat, "label": want, "year": np.arange(800) % 30 + 1990, **masks})
+    partition_graph(ref, "g", 2, tmp_path / "memory", part_method="random", seed=3)
+    source = from_ogb_binary(tmp_path / "papers")
+    partition_stream(source, "g", 2, tmp_path / "stream", part_method="random", seed=3, bucket_edges=1500)
+    _same_partitions(tmp_path / "memory", tmp_path / "stream")
+    assert (tmp_path / "papers" / UNPACKED).is_dir() == compressed  # compressed members inflated once, beside
+

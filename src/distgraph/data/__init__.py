@@ -23,9 +23,14 @@ __all__ = sorted([*_EXPORTS, "add_reverse_edges", "load_edgelist", "load_graph",
 
 def load_graph(path: str | Path, *, tensors: bool = True, **edgelist_kwargs) -> ArrayGraph:
     """Load an `.npz` (recognised by its zip signature, whatever the file is called), a folder in
-    DGL's chunked format (or its metadata.json), or a delimited edge list: a `Graph`, or with
-    `tensors=False` an `ArrayGraph` of numpy arrays (no torch)."""
+    DGL's chunked format (or its metadata.json), an OGB binary dataset folder (`raw/data.npz`, as
+    ogbn-papers100M ships), or a delimited edge list: a `Graph`, or with `tensors=False` an
+    `ArrayGraph` of numpy arrays (no torch)."""
     p = Path(path)
+    if p.is_dir() and (p / "raw" / "data.npz").is_file():
+        from .ogb_binary import load_ogb_binary
+
+        return load_ogb_binary(p, tensors=tensors)
     if p.is_dir() or p.name == "metadata.json":
         from .chunked import load_chunked
 

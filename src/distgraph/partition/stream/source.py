@@ -154,11 +154,24 @@ def from_npz(path: str | Path) -> StreamSource:
     return read_npz(path, _NpzBuild(Path(path).stem), lazy=True)
 
 
+def from_ogb_binary(path: str | Path, split: str | None = None) -> StreamSource:
+    """The streaming view of an OGB binary node dataset folder (ogbn-papers100M's layout)."""
+    from ...data.ogb_binary import OgbBinary
+
+    d = OgbBinary(path, split)
+    etype = ("_N", "_E", "_N")
+    return _typed_source(Path(path).name, {"_N": d.num_nodes}, [etype], _ArrayPairs({etype: (d.src, d.dst)}),
+                         {"_N": d.node_data}, {})
+
+
 def open_source(path: str | Path) -> StreamSource:
-    """The input at `path`: a chunked-format folder (or its metadata.json), or an `.npz` file."""
+    """The input at `path`: a chunked-format folder (or its metadata.json), an OGB binary dataset
+    folder (`raw/data.npz`), or an `.npz` file."""
     from ...data.chunked import METADATA
 
     p = Path(path)
+    if p.is_dir() and (p / "raw" / "data.npz").is_file():
+        return from_ogb_binary(p)
     if p.is_dir() or p.name == METADATA:
         return from_chunked(p)
     if p.is_file():
