@@ -48,7 +48,7 @@ def test_partition_an_edge_list_and_a_heterogeneous_graph(tmp_path, capsys):
         (["--input", "{tmp}/ok.txt", "--out", "{tmp}/ok.txt"], "--out .*ok.txt is an existing file; pass a folder"),
         (["--input", "{tmp}/ok.txt", "--out", "{tmp}/ok.txt/sub"], "Not a directory: .*ok.txt/sub"),
         (["generate", "mag", "--num_papers", "0", "--out", "{tmp}/m.npz"], "generate_mag needs num_papers >= 1, got 0"),
-        (["generate", "sbm", "--num_nodes", "50", "--out", "{tmp}"], "Is a directory: .*"),
+        (["generate", "sbm", "--num_nodes", "50", "--out", "{tmp}"], "is not empty; give a new folder"),
     ],
 )
 def test_bad_input_is_one_line_without_traceback(tmp_path, args, message):

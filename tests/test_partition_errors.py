@@ -23,7 +23,7 @@ def test_more_parts_than_nodes():
 
 
 def test_unknown_method_and_bad_counts(tmp_path, sbm):
-    with pytest.raises(PartitionError, match="unknown part_method 'kmeans'; choose one of metis, random"):
+    with pytest.raises(PartitionError, match="unknown part_method 'kmeans'; choose one of metis, kaminpar, random"):
         partition_graph(sbm, "g", 2, tmp_path, part_method="kmeans")
     with pytest.raises(PartitionError, match="num_parts must be a positive integer"):
         partition_graph(sbm, "g", 0, tmp_path)

@@ -78,8 +78,8 @@ def test_every_process_ends_soon_after_its_launcher_is_killed(parts, tmp_path, l
 def test_servers_that_exit_mid_job_are_reported_and_named_by_trainers(parts, tmp_path, launches):
     job = launches(tmp_path, parts[2], [1, 1], f"{FAULTS} shutdown", DISTGRAPH_TIMEOUT="5")
     assert job.wait(120) == 0, job.output[-3000:]
-    assert re.search(r"\[launch\] (0/server/0, 1/server/0|1/server/0, 0/server/0) exited \(code 0\) while "
-                     r"trainers are still running", job.output)
+    # servers leaving cleanly is no fault to the launcher; the trainer that still needed them says so
+    assert "[launch]" not in job.output, job.output[-3000:]
     assert "PeerError: the servers of machine 0 have exited" in job.output
     assert "re-created" not in job.output
     _nothing_left(job)
