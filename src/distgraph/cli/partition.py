@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..partition.layout import PART_METHODS
+from ..partition.out_folder import check_out
 
 
 def register(subparsers) -> None:
@@ -32,7 +33,10 @@ def register(subparsers) -> None:
                    help="METIS parts per machine: each node's part is written as its trainer_id data")
     p.add_argument("--objtype", default="cut", choices=["cut", "vol"], help="METIS's objective")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", "--output", dest="out", required=True, help="output folder")
+    p.add_argument("--out", "--output", dest="out", required=True,
+                   help="output folder (it holds one graph's partition; an earlier one of GRAPH_NAME is replaced)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace another graph's partition in --out (refused without it)")
     el = p.add_argument_group("edge lists")
     el.add_argument("--delimiter", default=None, help="field separator (default: tab, comma or whitespace, detected)")
     el.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
@@ -65,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError(f"--out {args.out} is an existing file; pass a folder (it is created if missing)")
+    if Path(args.out).is_dir():  # before a long load
+        check_out(Path(args.out), args.graph_name, args.overwrite)
     t0 = time.perf_counter()
     if args.dataset:
         from ..data import load_ogb_node
@@ -81,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         g, args.graph_name, args.num_parts, args.out, part_method=args.part_method,
         balance_ntypes=split_categories(g) if args.balance_train else None,
         balance_edges=args.balance_edges, num_hops=args.num_hops, seed=args.seed, progress=True,
-        num_trainers_per_machine=args.num_trainers_per_machine, objtype=args.objtype,
+        num_trainers_per_machine=args.num_trainers_per_machine, objtype=args.objtype, overwrite=args.overwrite,
     )
     print(f"{args.part_method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
     print(summary(stats, load_seconds))
