@@ -124,11 +124,15 @@ static void run_parallel(range_fn fn, const update_t *u, int64_t n, int nthreads
     }                                                                                             \
     static inline double row_adagrad_row_##T(T *restrict w, double s, const T *restrict g,       \
                                              int64_t dim, double lr) {                            \
-        double total = 0.0;                                                                       \
-        for (int64_t d = 0; d < dim; d++) total += g[d] * g[d];                                   \
+        double part[8] = {0}, total = 0.0; /* 8 sums: no chain of dependent additions */          \
+        int64_t d = 0;                                                                            \
+        for (; d + 8 <= dim; d += 8)                                                              \
+            for (int k = 0; k < 8; k++) part[k] += g[d + k] * g[d + k];                           \
+        for (; d < dim; d++) total += g[d] * g[d];                                                \
+        for (int k = 0; k < 8; k++) total += part[k];                                             \
         s += total / (double)dim;                                                                 \
         const double scale = lr / (sqrt(s) + 1e-10);                                              \
-        for (int64_t d = 0; d < dim; d++) w[d] = (T)((double)w[d] - scale * g[d]);                \
+        for (d = 0; d < dim; d++) w[d] = (T)((double)w[d] - scale * g[d]);                        \
         return s;                                                                                 \
     }
 ROW_UPDATES(float, sqrtf)
