@@ -17,7 +17,6 @@ edges as a stream and keeping only per-node arrays and one bucket of edges in me
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,8 @@ from ...errors import PartitionError
 from ...files import private_files
 from ..assign import SPLIT_MASKS, fill_empty_parts, positive_int
 from ..layout import DataSpec, PartMeta, check_name, config_json, part_files
-from ..writer import PartitionStats, _remove_previous
+from ..out_folder import check_out, clear_out, write_config
+from ..writer import PartitionStats
 from .adjacency import kaminpar_parts, row_buckets, write_parhip
 from ...files import check_space
 from .buckets import Buckets, id_dtype
@@ -210,9 +210,10 @@ class _PartOut:
 def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_path: str | Path,
                      part_method: str = "kaminpar", balance_train: bool = False, balance_edges: bool = False,
                      seed: int = 0, parts: np.ndarray | None = None, bucket_edges: int | None = None,
-                     threads: int = 1, progress: bool = False) -> PartitionStats:
+                     threads: int = 1, progress: bool = False, overwrite: bool = False) -> PartitionStats:
     """Partition `source` into `num_parts` parts under `out_path` (one-hop halos); `parts`
-    gives the assignment instead of `part_method`. See the module docstring."""
+    gives the assignment instead of `part_method`. A folder holding another graph's partition
+    is refused unless `overwrite` (`out_folder`). See the module docstring."""
     t0 = time.perf_counter()
     check_name(graph_name, "graph name", allow_dot=True)
     num_parts = positive_int(num_parts, "num_parts")
@@ -228,6 +229,7 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
         for i, c in enumerate(source.canonical_etypes)}, "edge")
     out = Path(out_path)
     out.mkdir(parents=True, exist_ok=True)
+    check_out(out, graph_name, overwrite)
     T, R = len(source.ntypes), len(source.canonical_etypes)
     if bucket_edges is None:  # about 80 bytes of working memory per edge of a bucket: a tenth of the edges,
         bucket_edges = int(np.clip(m // 10, 1 << 20, 1 << 24))  # within [1M, 16M], keeps it near 8 B an edge
@@ -255,8 +257,7 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
     bounds = _buckets_of_parts(deg.in_deg[new2old], part_starts, bucket_edges)
     bucket_part = np.searchsorted(part_starts, bounds[:-1], side="right") - 1
     config_path = out / f"{graph_name}.json"
-    _remove_previous(config_path)
-    config_path.unlink(missing_ok=True)  # from here until the new config, nothing here loads
+    clear_out(out, num_parts)  # from here until the new config, nothing here loads
     try:
         metas, node_files, edge_files, edge_ranges, cut = _write_parts(
             source, out, deg, old2new, new2old, node_ranges, bounds, bucket_part, node_names, edge_names,
@@ -280,9 +281,7 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
         mapping={"node": node_files, "edge": edge_files, "node_names": None}, partitions=metas)
     stats.total_seconds = time.perf_counter() - t0
     config["stats"] = stats.as_dict()
-    tmp = config_path.with_name(f".{config_path.name}.tmp")
-    tmp.write_text(json.dumps(config, indent=1))
-    os.replace(tmp, config_path)  # the partitioning exists, whole, from this rename on
+    write_config(config_path, json.dumps(config, indent=1))  # the partitioning exists, whole, from here on
     return stats
 
 
