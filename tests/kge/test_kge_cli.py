@@ -103,8 +103,13 @@ def test_every_flag_dglke_train_and_dglke_eval_take_is_accepted():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--gpu", "0"], "--gpu and --mix_cpu_gpu need a GPU"),
-    (["--mix_cpu_gpu"], "--gpu and --mix_cpu_gpu need a GPU"),
+    (["--gpu", "0"], "--gpu 0 asks for a GPU"),
+    (["--gpu", "-1", "1", "--mix_cpu_gpu"], "--gpu -1 1 asks for a GPU"),
+    (["--pairwise"], "--pairwise compares .* with the Hinge or Logistic loss, not Logsigmoid"),
+    (["--pairwise", "--loss_genre", "BCE"], "add --loss_genre Hinge or --loss_genre Logistic"),
+    (["--pairwise", "--loss_genre", "Hinge", "-adv"], "--pairwise and -adv .* exclude each other"),
+    (["--model_name", "RotatE"], "RotatE needs entity dim = 2 x relation dim"),
+    (["--model_name", "ComplEx", "--hidden_dim", "7"], "ComplEx splits embeddings in halves"),
     (["--eval_percent", "0"], "--eval_percent must be a fraction in"),
     (["--neg_sample_size_eval", "0"], "--neg_sample_size_eval must be positive"),
     (["--neg_deg_sample_eval"], "give --neg_sample_size_eval too"),

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from .evaluate import METRICS, combine
+from .metrics import METRICS, combine
 
 
 class Reporter:
