@@ -46,7 +46,7 @@ def serve(env: ProcessEnv) -> None:
     store = KVStore(env.machine_id, env.server_id, num_servers, PolicyTable(book),
                     SegmentNamer(env.session, cfg.graph_name, env.machine_id), creator=env.server_id == 0)
     if env.lifeline_fd is not None:
-        watch(env.lifeline_fd, env.lifeline_timeout, label, env.starter, store.remove_files)
+        watch(env.lifeline_fd, None, label, env.starter, store.remove_files)
     try:
         sock = ServerSocket(_bind_endpoint(peer.host, peer.port), env.timeouts.request, credentials, label)
     except Exception as exc:
