@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..launch import LaunchOptions, launch
+from ..launch import launch
 from .copy import add_ssh_args, ssh_options
 
 
@@ -39,6 +39,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..launch.plan import LaunchOptions
+
     words = args.user_command[1:] if args.user_command[:1] == ["--"] else args.user_command
     extra_envs = list(args.extra_envs)
     while not words and extra_envs and "=" not in extra_envs[-1].split()[0]:
