@@ -18,7 +18,6 @@ _BLOCK_ROWS = 1 << 16  # rows checked at once: a bounded temporary whatever the 
 
 def nonfinite_rows(table: np.ndarray) -> int:
     """Rows of a 2-D table holding a NaN or an infinity."""
-    table = table.reshape(len(table), -1)
     return sum(int((~np.isfinite(table[i:i + _BLOCK_ROWS])).any(axis=1).sum())
                for i in range(0, len(table), _BLOCK_ROWS))
 
