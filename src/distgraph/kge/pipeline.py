@@ -107,7 +107,7 @@ def train_kge(cfg: TrainConfig, out: TextIO | None = None) -> RunResult:
     save, and evaluate as the flags ask."""
     t0 = time.perf_counter()
     cfg, data = prepare_train(cfg)
-    reporter = Reporter(cfg.num_proc, cfg.max_step, out=out)
+    reporter = Reporter(cfg.num_proc, cfg.max_step, out=out, began=t0)
     reporter.write(_describe(data, time.perf_counter() - t0))
     save_dir = None if cfg.no_save_emb else next_model_dir(cfg.save_path, cfg.model_name, cfg.dataset).absolute()
     with tempfile.TemporaryDirectory(prefix="distgraph-kge-") as tmp:
@@ -151,11 +151,12 @@ def dist_train_kge(cfg: TrainConfig, opts: DistOptions, out: TextIO | None = Non
     """`dglke_dist_train`: train on the machines of ip_config, over the partition of `kge partition`."""
     from ..cluster.ip_config import parse_ip_config
 
+    t0 = time.perf_counter()
     cfg = replace(cfg, num_proc=opts.num_client_proc)
     cfg.check()
     part_config = opts.part_config or str(partition_folder(cfg.data_path, cfg.dataset) / f"{cfg.dataset}.json")
     machines = parse_ip_config(opts.ip_config)
-    reporter = Reporter(len(machines) * opts.num_client_proc, cfg.max_step, out=out)
+    reporter = Reporter(len(machines) * opts.num_client_proc, cfg.max_step, out=out, began=t0)
     reporter.write(f"{cfg.dataset}: training on {len(machines)} machines x {opts.num_client_proc} trainers "
                    f"({part_config})")
     # trainer 0 saves on its machine, in the workspace (named here from what this host's copy holds)
