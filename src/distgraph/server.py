@@ -8,8 +8,12 @@ request loop with the graph operations, and the lifeline that ends it with its l
 from __future__ import annotations
 
 import gc
-import socket
 import sys
+
+if __name__ == "__main__":  # a server process: no collection while torch and the rest load (a third of
+    gc.disable()            # their import time); see the end of this module
+
+import socket
 
 from .cluster.env import ROLE, ProcessEnv
 from .cluster.lifeline import watch
@@ -82,6 +86,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    gc.freeze()  # the modules' objects live as long as the process: later collections, and exit's, skip them
+    gc.enable()
     code = main()
-    gc.freeze()  # the interpreter's last collections skip every object alive now: torch's made exit take 1-3 s
+    gc.freeze()  # and what the run made: exit need not walk it (with torch's, that took 1-3 s)
     sys.exit(code)

@@ -14,8 +14,12 @@ saves the embeddings in `kge train`'s layout, in the entities' original ids.
 from __future__ import annotations
 
 import gc
-import json
 import sys
+
+if __name__ == "__main__":  # a launched trainer: no collection while torch and the rest load (a third of
+    gc.disable()            # their import time); see the end of this module
+
+import json
 import time
 from collections.abc import Callable
 from functools import partial
@@ -321,6 +325,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    gc.freeze()  # the modules' objects live as long as the process: later collections, and exit's, skip them
+    gc.enable()
     code = main()
-    gc.freeze()  # the interpreter's last collections skip every object alive now: torch's made exit take 1-3 s
+    gc.freeze()  # and what the run made: exit need not walk it (with torch's, that took 1-3 s)
     sys.exit(code)
