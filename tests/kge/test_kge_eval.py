@@ -146,3 +146,34 @@ def test_a_shard_with_non_finite_rows_is_refused_naming_how_many(bad):
                candidates=torch.tensor([1, 2, 35, 50]))  # finite queries; only the second shard's candidates
     tables["entity"][26:] = torch.rand(34, 4)  # finite again: ranked as brute force ranks
     assert _ranks(model, tables, kg, filt, False, shards=(0, 30)).tolist() == _brute_force(model, tables, kg, kg, False)
+
+
+def test_metrics_from_ranks_and_combining_processes():
+    sums = [ev.metric_sums(torch.tensor([1, 2, 4])), ev.metric_sums(torch.tensor([10, 20]))]
+    got = combine(sums)
+    ranks = [1, 2, 4, 10, 20]
+    assert got["MRR"] == pytest.approx(sum(1 / r for r in ranks) / 5)
+    assert got["MR"] == pytest.approx(37 / 5)
+    assert (got["HITS@1"], got["HITS@3"], got["HITS@10"]) == (pytest.approx(0.2), pytest.approx(0.4),
+                                                             pytest.approx(0.8))
+
+
+def test_evaluate_ranks_both_sides_in_batches():
+    kg = _random_kg()
+    model = create_model("DistMult", 4, 1.0)
+    tables = _tables(model)
+    filt = ranking.TripleFilter.build(3, kg)
+    sums = ev.evaluate(model, lambda n, ids: tables[n][ids],
+                       lambda q, c: ranking.shard_counts(model, q, tables["entity"], 0, filt, c), ["relation"], kg, 12,
+                       batch_size=7)
+    assert sums["count"] == 2 * len(kg)
+    ranks = _brute_force(model, tables, kg, kg, True) + _brute_force(model, tables, kg, kg, False)
+    assert sums["MR"] == pytest.approx(sum(ranks))
+    assert sums["MRR"] == pytest.approx(sum(1 / r for r in ranks))
+
+
+def test_eval_share_samples_the_same_triples_on_every_trainer():
+    kg = _random_kg()
+    shares = [ev.eval_share(kg, 0.5, r, 3, seed=4) for r in range(3)]
+    together = torch.cat(shares)
+    assert len(together) == len(kg) // 2 and len(torch.unique(together, dim=0)) == len(together)

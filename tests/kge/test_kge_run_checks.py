@@ -26,10 +26,13 @@ def _kg(train, valid=None, test=None, n_entities=6, n_relations=3) -> KGData:
 
 
 def test_num_proc_is_capped_at_the_training_triples_and_says_so(tmp_path):
-    """`--num_proc 300` on 3 triples once started 300 processes."""
+    """`--num_proc 300` on 3 triples once started 300 processes. (The command's own process
+    never imports torch: only its trainers and server do.)"""
     (tmp_path / "train.txt").write_text("a\tr\tb\nb\tr\tc\nc\tr\ta\n")
     env = {"OMP_NUM_THREADS": "1", "DISTGRAPH_SESSION": new_session(), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-m", "distgraph.cli.main", "kge", "train", "--data_path", str(tmp_path),
+    code = ("import sys; from distgraph.cli.main import main; code = main(sys.argv[1:]); "
+            "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", code, "kge", "train", "--data_path", str(tmp_path),
                            "--dataset", "tiny", "--format", "raw_udd_hrt", "--data_files", "train.txt",
                            "--num_proc", "300", "--max_step", "3", "--hidden_dim", "4", "--no_save_emb"],
                           capture_output=True, text=True, timeout=300, env=env)
