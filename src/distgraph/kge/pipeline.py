@@ -28,11 +28,11 @@ from ..errors import DistGraphError, InputError
 from ..launch.ssh import SshOptions
 from .config import EvalConfig, TrainConfig
 from .data import KGData
+from .events import EVENT, JOB_ENV, job_env
 from .partition import partition_kg
 from .prepare import prepare_eval, prepare_train
 from .report import Reporter
 from .save import next_model_dir
-from .events import EVENT, JOB_ENV, job_env
 
 SERVING = ": serving"
 
@@ -175,10 +175,10 @@ def eval_kge(cfg: EvalConfig, out: TextIO | None = None) -> RunResult:
     """Filtered ranking of a saved model on its dataset's test triples, in this process."""
     t0 = time.perf_counter()
     inputs = prepare_eval(cfg)
-    from .evaluate_saved import rank_saved  # torch: only once everything is checked
-
     reporter = Reporter(1, 0, out=out)
     reporter.write(_describe(inputs.data, time.perf_counter() - t0))
+    from .evaluate_saved import rank_saved  # torch: only once everything is checked
+
     try:
         reporter.t_trained = time.perf_counter()
         reporter(("metrics", 0, "Test", rank_saved(cfg, inputs)))
