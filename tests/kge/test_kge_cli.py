@@ -95,6 +95,14 @@ def test_every_flag_dglke_train_and_dglke_eval_take_is_accepted():
     assert (cfg.force_sync_interval, cfg.rel_part, cfg.async_update, cfg.has_edge_importance) == (1000, True, True,
                                                                                                   True)
     cfg.check()
+    losses = cli.train_config(_parser().parse_args(["kge", "train", "--loss_genre", "Hinge", "-pw", "-m", "2.5",
+                                                    "--gpu", "-1", "--mix_cpu_gpu"]))
+    assert (losses.loss_genre, losses.pairwise, losses.margin, losses.gpu, losses.mix_cpu_gpu) == (
+        "Hinge", True, 2.5, [-1], True)
+    losses.check()
+    assert cli.train_config(_parser().parse_args(["kge", "train", "--pairwise", "--loss_genre", "Logistic",
+                                                  "--margin", "3"])).check().margin == 3.0
+    assert _parser().parse_args(["kge", "partition", "--dataset", "FB15k", "--num-parts", "3"]).num_parts == 3
     ev = cli.eval_config(_parser().parse_args([
         "kge", "eval", "--model_path", "m", "--model_name", "TransE_l2", "--hidden_dim", "400", "--gamma", "19.9",
         "-de", "-dr", "--neg_sample_size_eval", "50", "--eval_percent", "0.1", "--no_eval_filter"]))
