@@ -3,9 +3,10 @@
 set is work, not overhead), saving the embeddings as the recipe does:
 
 - start to first step: from starting the command to the moment every trainer trains (the
-  line `2 training processes started` arriving);
-- last step to exit: from the last trainer's last step (the `training takes` line arriving)
-  to the command's exit: the finite check, saving, every process ending;
+  arrival of the `training takes S seconds` line, printed at the last trainer's last step,
+  minus S, which counts from the moment every trainer had started);
+- last step to exit: from that line's arrival to the command's exit: the finite check,
+  saving, every process ending;
 - bad input: a few of the errors the command line and the input files can show, each from
   starting the command to its exit (code 2);
 
@@ -20,6 +21,7 @@ import argparse
 import datetime
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -45,20 +47,19 @@ def timed_run(argv: list[str], cwd: Path) -> tuple[float, float, float]:
     arrival times of the run's own lines."""
     t0 = time.perf_counter()
     proc = subprocess.Popen([*CLI, *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    started = trained = None
+    trained = training = None
     tail = []
     for line in proc.stdout:
         now = time.perf_counter()
         tail = (tail + [line])[-30:]
-        if started is None and "training processes started" in line:
-            started = now
-        if "training takes" in line:
-            trained = now
+        found = re.search(r"training takes ([\d.]+) seconds", line)
+        if found:
+            trained, training = now, float(found.group(1))
     code = proc.wait()
     end = time.perf_counter()
-    if code or started is None or trained is None:
+    if code or trained is None:
         raise SystemExit(f"kge train failed (exit code {code}):\n{''.join(tail)}")
-    return started - t0, end - trained, end - t0
+    return trained - training - t0, end - trained, end - t0
 
 
 def error_latency(argv: list[str], cwd: Path) -> float:
