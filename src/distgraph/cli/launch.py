@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from ..launch import LaunchOptions, launch
+from ..launch import launch
 from .copy import add_ssh_args, ssh_options
 
 
@@ -62,6 +62,8 @@ def _graph_format(text: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..launch.plan import LaunchOptions
+
     words = args.user_command[1:] if args.user_command[:1] == ["--"] else args.user_command
     extra_envs = list(args.extra_envs)
     while not words and extra_envs and "=" not in extra_envs[-1].split()[0]:

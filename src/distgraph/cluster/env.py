@@ -31,7 +31,6 @@ IP_CONFIG = "DISTGRAPH_IP_CONFIG"
 PART_CONFIG = "DISTGRAPH_PART_CONFIG"
 SESSION = "DISTGRAPH_SESSION"  # names this launch's shared memory
 LIFELINE_FD = "DISTGRAPH_LIFELINE_FD"  # read end of a pipe whose writer (launcher, trainer) must stay alive
-LIFELINE_TIMEOUT = "DISTGRAPH_LIFELINE_TIMEOUT"  # seconds without a heartbeat byte on it that mean "gone"
 TIMEOUT = "DISTGRAPH_TIMEOUT"  # seconds to wait for any reply
 STARTUP_TIMEOUT = "DISTGRAPH_STARTUP_TIMEOUT"  # seconds to wait for servers to load and for creations
 BARRIER_TIMEOUT = "DISTGRAPH_BARRIER_TIMEOUT"  # seconds to wait for the other trainers at a barrier
@@ -96,8 +95,7 @@ class ProcessEnv:
     server_id: int
     sampler_id: int
     rank: int  # trainers and samplers: global trainer rank (samplers: their trainer's)
-    lifeline_fd: int | None  # see `distributed.lifeline`
-    lifeline_timeout: float | None  # None: only the pipe's end counts, not silence
+    lifeline_fd: int | None  # see `cluster.lifeline`: only the pipe's end counts, never a silence
     timeouts: Timeouts
     master: tuple[str, int] | None = None  # trainers: torch.distributed's MASTER_ADDR and MASTER_PORT
     secret: str | None = None
@@ -125,7 +123,6 @@ class ProcessEnv:
             sampler_id=_int(env, SAMPLER_ID, 0),
             rank=_int(env, "RANK", 0),
             lifeline_fd=_int(env, LIFELINE_FD) if env.get(LIFELINE_FD) else None,
-            lifeline_timeout=_seconds(env, LIFELINE_TIMEOUT, 0.0) if env.get(LIFELINE_TIMEOUT) else None,
             timeouts=Timeouts.from_environ(env),
             master=(env["MASTER_ADDR"], _int(env, "MASTER_PORT")) if env.get("MASTER_ADDR") and env.get(
                 "MASTER_PORT") else None,
@@ -180,11 +177,19 @@ class ProcessEnv:
 
 def sampler_env(sampler_id: int, lifeline_fd: int, env: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The environment for sampler `sampler_id` of this trainer: a copy with the role changed and
-    the trainer's own lifeline pipe (`lifeline_fd`, no heartbeats) instead of the launcher's."""
+    the trainer's own lifeline pipe (`lifeline_fd`) instead of the launcher's."""
     if env.get(ROLE) != "trainer":
         raise InputError("only a launched trainer starts samplers; run the script with `distgraph launch`")
-    out = {k: v for k, v in env.items() if k != LIFELINE_TIMEOUT}
-    return {**out, ROLE: "sampler", SAMPLER_ID: str(sampler_id), LIFELINE_FD: str(lifeline_fd)}
+    return {**env, ROLE: "sampler", SAMPLER_ID: str(sampler_id), LIFELINE_FD: str(lifeline_fd)}
+
+
+def ssh_connection(env: Mapping[str, str] = os.environ) -> tuple[tuple[str, int], tuple[str, int]] | None:
+    """((this host's address, port), (the client's address, port)) of the ssh session this
+    process runs in (sshd's `SSH_CONNECTION`), or None outside one."""
+    fields = env.get("SSH_CONNECTION", "").split()
+    if len(fields) != 4 or not fields[1].isdigit() or not fields[3].isdigit():
+        return None
+    return (fields[2], int(fields[3])), (fields[0], int(fields[1]))
 
 
 DGL_DOWNLOAD_DIR = "DGL_DOWNLOAD_DIR"  # DGL's: the folder its datasets were downloaded to
