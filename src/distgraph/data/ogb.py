@@ -25,6 +25,7 @@ import torch
 from ..errors import InputError
 from ..graph import Graph
 from .npz import _NpzArrays
+from .ogb_binary import OgbBinary, ogb_labels, split_masks
 
 
 @dataclass(frozen=True)
@@ -70,19 +71,12 @@ def _header_row(path: Path) -> dict[str, str]:
 
 
 def _labels(raw: np.ndarray) -> torch.Tensor:
-    """OGB's label matrix (float, NaN where unlabelled) as int64 with -1: one column flat."""
-    raw = raw.reshape(raw.shape[0], -1)
-    labels = np.where(np.isnan(raw), -1, raw).astype(np.int64) if raw.dtype.kind == "f" else raw.astype(np.int64)
-    return torch.from_numpy(labels[:, 0] if labels.shape[1] == 1 else labels)
+    return torch.from_numpy(ogb_labels(raw))
 
 
 def _masks(split_dir: Path, n: int) -> dict[str, torch.Tensor]:
-    out = {}
-    for key, name in (("train_mask", "train"), ("val_mask", "valid"), ("test_mask", "test")):
-        mask = torch.zeros(n, dtype=torch.bool)
-        mask[torch.from_numpy(_csv(split_dir / f"{name}.csv.gz", np.int64, ndmin=1))] = True
-        out[key] = mask
-    return out
+    _need(split_dir / "train.csv.gz")
+    return {k: torch.from_numpy(v) for k, v in split_masks(split_dir, n).items()}
 
 
 def _inverse(src: np.ndarray, dst: np.ndarray, edata: dict[str, np.ndarray]):
@@ -124,14 +118,12 @@ def load_ogb_node(name: str, root: str | Path) -> Graph:
     if info.hetero:
         return _hetero(raw, split, info)
     if info.binary:  # every other node_* / edge_* array of data.npz is data, as OGB reads it
-        with _NpzArrays(_need(raw / "data.npz")) as arrays:
-            n = int(arrays["num_nodes_list"].reshape(-1)[0])
-            src, dst = np.asarray(arrays["edge_index"], dtype=np.int64)
-            data = [k for k in arrays.files if k != "edge_index"]
-            ndata = {k[len("node_"):]: arrays[k] for k in data if k.startswith("node_")}
-            edata = {k[len("edge_"):]: arrays[k] for k in data if k.startswith("edge_")}
-        with _NpzArrays(_need(raw / "node-label.npz")) as arrays:
-            labels = arrays["node_label"]
+        _need(raw / "node-label.npz")
+        binary = OgbBinary(folder, info.split)
+        n, src, dst = binary.num_nodes, np.asarray(binary.src, dtype=np.int64), np.asarray(binary.dst, dtype=np.int64)
+        ndata = {k: np.asarray(v) for k, v in binary.node_data.items()}
+        edata = {k: np.asarray(v) for k, v in binary.edge_data.items()}
+        return Graph(torch.from_numpy(src), torch.from_numpy(dst), n, _tensors(ndata), _tensors(edata))
     else:
         n = int(_csv(raw / "num-node-list.csv.gz", np.int64).reshape(-1)[0])
         src, dst = _csv(raw / "edge.csv.gz", np.int64).T
