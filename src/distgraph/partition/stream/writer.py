@@ -231,8 +231,8 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
     out.mkdir(parents=True, exist_ok=True)
     check_out(out, graph_name, overwrite)
     T, R = len(source.ntypes), len(source.canonical_etypes)
-    if bucket_edges is None:  # about 80 bytes of working memory per edge of a bucket: a tenth of the edges,
-        bucket_edges = int(np.clip(m // 10, 1 << 20, 1 << 24))  # within [1M, 16M], keeps it near 8 B an edge
+    if bucket_edges is None:  # about 80 bytes of working memory per edge of a bucket: a twentieth of the
+        bucket_edges = int(np.clip(m // 20, 1 << 20, 1 << 23))  # edges, within [1M, 8M], keeps it near 4 B an edge
     bucket_edges = max(bucket_edges, -(-m // MAX_BUCKETS))
     id_t, eid_t = id_dtype(n), id_dtype(m)
     check_space(out, m * (2 * id_t.itemsize + eid_t.itemsize) + m * 8 * (2 if R > 1 else 1) + 16 * n,
@@ -251,6 +251,8 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
     # numbering, as relabel_nodes: by (part, node type, original id)
     key = parts * T + source.node_type_ids(np.arange(n)) if T > 1 else parts
     new2old, starts = group_keys(key, num_parts * T)
+    del key, parts  # the numbering holds the assignment: part p owns node_ranges[p]
+    new2old = new2old.astype(id_t)  # int32 when the ids fit: per-node arrays are the bulk of the memory
     node_ranges = np.stack([starts[:-1], starts[1:]], axis=1).reshape(num_parts, T, 2)
     old2new = inverse_permutation(new2old)
     part_starts = np.concatenate([node_ranges[:, 0, 0], [n]])
@@ -271,7 +273,7 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
         num_parts=num_parts, part_nodes=[pm.num_inner_nodes for pm in metas],
         part_edges=[pm.num_inner_edges for pm in metas],
         part_halo=[pm.num_local_nodes - pm.num_inner_nodes for pm in metas],
-        part_train=np.bincount(parts[train], minlength=num_parts).tolist(),
+        part_train=[int(train[new2old[lo:hi]].sum()) for lo, hi in node_ranges[:, [0, -1], [0, 1]]],
         edge_cut=cut / m if m else 0.0, assign_seconds=t_assign, total_seconds=0.0)
     config = config_json(
         graph_name, n, m, part_method, 1, source.ntypes, source.canonical_etypes,
@@ -349,7 +351,7 @@ class _Writer:
         self.node_ranges, self.edge_ranges, self.new2old = node_ranges, edge_ranges, new2old
         self.node_names, self.edge_names, self.progress = node_names, edge_names, progress
         self.R = len(source.canonical_etypes)
-        self.local = np.full(source.num_nodes(), -1, dtype=np.int64)  # a part's halo nodes -> local ids
+        self.local = np.full(source.num_nodes(), -1, dtype=new2old.dtype)  # a part's halo nodes -> local ids
         num_parts = node_ranges.shape[0]
         # where each (part, edge type) block starts in that type's id map: earlier parts' blocks
         sizes = edge_ranges[:, :, 1] - edge_ranges[:, :, 0]
