@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +35,7 @@ from ..out_folder import check_out, clear_out, write_config
 from ..writer import PartitionStats
 from .adjacency import kaminpar_parts, row_buckets, write_parhip
 from ...files import check_space
+from ...malloc import release_freed_memory
 from .buckets import Buckets, id_dtype
 from .npyfile import NpyFile, save_rows
 from .source import StreamSource, from_array_graph
@@ -47,6 +50,23 @@ class Degrees:
 
     in_deg: np.ndarray
     out_deg: np.ndarray
+
+    @contextmanager
+    def on_disk(self, folder: Path) -> Iterator[None]:
+        """Out of memory while the body runs (the partitioner's peak): saved under `folder`,
+        dropped, read back after."""
+        files = [folder / ".in_degree.npy", folder / ".out_degree.npy"]
+        try:
+            np.save(files[0], self.in_deg)
+            np.save(files[1], self.out_deg)
+            self.in_deg = self.out_deg = None
+            release_freed_memory()
+            yield
+        finally:
+            if self.in_deg is None:
+                self.in_deg, self.out_deg = np.load(files[0]), np.load(files[1])
+            for f in files:
+                f.unlink(missing_ok=True)
 
 
 def data_meta(store: dict[str, dict], counts: dict[str, int], kind: str) -> tuple[dict, dict]:
@@ -143,10 +163,11 @@ def assign(source: StreamSource, deg: Degrees, num_parts: int, method: str, seed
     graph = scratch / ".undirected.parhip"
     try:
         write_parhip(source, deg.in_deg + deg.out_deg, graph, weights, 2 * bucket_edges, progress)
-        if method == "kaminpar":
-            parts = kaminpar_parts(graph, num_parts, seed, threads=threads).astype(np.int64)
-        else:
-            parts = _metis_on_file(graph, n, num_parts, seed, weights)
+        with deg.on_disk(scratch):
+            if method == "kaminpar":
+                parts = kaminpar_parts(graph, num_parts, seed, threads=threads).astype(np.int64)
+            else:
+                parts = _metis_on_file(graph, n, num_parts, seed, weights)
     finally:
         graph.unlink(missing_ok=True)
     return fill_empty_parts(parts, num_parts)
