@@ -100,17 +100,28 @@ def main() -> None:
         correct, total = all_sum(list(evaluate(model, g, nids, eval_sampler, args.batch_size_eval)), distributed)
         return correct / max(total, 1)
 
+    log = dg.metrics.MetricsLog(args.log_dir, rank) if args.log_dir else None
     for epoch in range(checkpoints.start_epoch(), args.num_epochs):
-        begin = time.perf_counter()
+        begin, pulled = time.perf_counter(), dg.metrics.remote_rows()
+        loss_sum = correct = seeds = 0
         bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False, mininterval=1)
         for inputs, outputs, blocks in bar:
-            loss = F.cross_entropy(model(blocks, g.ndata["feat"][inputs]), g.ndata["label"][outputs])
+            logits, labels = model(blocks, g.ndata["feat"][inputs]), g.ndata["label"][outputs]
+            loss = F.cross_entropy(logits, labels)
             opt.zero_grad()
             loss.backward()
             opt.step()
             bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+            loss_sum += loss.item() * labels.numel()
+            correct += int((logits.argmax(1) == labels).sum())
+            seeds += labels.numel()
         seconds = time.perf_counter() - begin
         val = accuracy(val_nid)
+        if log:
+            log.log(epoch, loss=loss_sum / max(seeds, 1), **{"accuracy/train": correct / max(seeds, 1),
+                                                              "accuracy/val": val}, seeds_per_s=seeds / seconds,
+                    remote_rows=dg.metrics.remote_rows() - pulled, epoch_seconds=seconds)
+            log.flush()
         best = checkpoints.extra.get("best")
         if best is None or val > best["val"]:  # the test accuracy reported is the one at the best validation epoch
             best = checkpoints.extra["best"] = {"epoch": epoch, "val": val, "test": accuracy(test_nid)}
@@ -118,6 +129,8 @@ def main() -> None:
             print(f"epoch {epoch}: {len(loader)} steps in {seconds:.2f} s, loss {loss.item():.3f}, "
                   f"val acc {val:.4f}", flush=True)
         checkpoints.end_epoch(epoch, epoch == args.num_epochs - 1)
+    if log:
+        log.close()
     best = checkpoints.extra.get("best") or {"epoch": -1, "val": 0.0, "test": accuracy(test_nid)}
     if rank == 0:
         print(f"best val acc {best['val']:.4f} at epoch {best['epoch']}; test acc {best['test']:.4f} "

@@ -87,6 +87,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--checkpoint-interval", type=int, default=1, help="epochs between checkpoints")
     add("--resume", action="store_true",
         help="continue from the newest complete checkpoint in --checkpoint-dir (from scratch if none)")
+    add("--log-dir", help="write each epoch's metrics as TensorBoard event files and JSON lines "
+                          "(LOG_DIR/trainer-<rank>/)")
     add("--save-embeddings", metavar="DIR", help="write the category's embeddings (last hidden layer) into DIR")
     add("--save-predictions", metavar="DIR", help="write the category's predicted classes and probabilities into DIR")
     for flag in ("--low-mem", "--dgl-sparse", "--relabel"):
@@ -272,9 +274,11 @@ def main() -> None:
                                                    args.checkpoint_interval, args.resume)
     first = checkpoints.start_epoch()
     best = tuple(checkpoints.extra.get("best", (-1.0, -1.0, -1)))
+    log = dgl.metrics.MetricsLog(args.log_dir, rank) if args.log_dir else None
     for epoch in range(first, args.n_epochs):
-        tic = time.time()
+        tic, pulled = time.time(), dgl.metrics.remote_rows()
         correct = seen = 0
+        loss_sum = 0.0
         join = net.join() if not args.standalone else contextlib.nullcontext()
         with join:
             bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False, mininterval=1)
@@ -291,6 +295,7 @@ def main() -> None:
                     emb_optimizer.step()
                 correct += int((logits.argmax(1) == batch_labels).sum())
                 seen += batch_labels.numel()
+                loss_sum += loss.item() * batch_labels.numel()
                 if step % args.log_every == 0:
                     bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
         toc = time.time()
@@ -304,11 +309,19 @@ def main() -> None:
         if val_acc > best[0]:
             best = (val_acc, test_acc, epoch)
         checkpoints.extra["best"] = list(best)
+        if log:
+            log.log(epoch, loss=loss_sum / max(seen, 1), **{"accuracy/train": correct / max(seen, 1),
+                                                             "accuracy/val": val_acc, "accuracy/test": test_acc},
+                    seeds_per_s=seen / (toc - tic), remote_rows=dgl.metrics.remote_rows() - pulled,
+                    epoch_seconds=toc - tic)
+            log.flush()
         if rank == 0:
             print(f"Epoch {epoch}: {step + 1} steps in {toc - tic:.2f} s, loss {loss.item():.4f}, Train Acc "
                   f"{correct / max(seen, 1):.4f}, Val Acc {val_acc:.4f}, Test Acc {test_acc:.4f}", flush=True)
         checkpoints.end_epoch(epoch, epoch == args.n_epochs - 1)
         g.barrier()
+    if log:
+        log.close()
     with th.no_grad():
         moved = {t: float((e(ids) - before[t]).abs().mean()) for t, (e, ids) in watched.items()}
     if rank == 0:

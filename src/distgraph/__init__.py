@@ -9,7 +9,7 @@ from .lazy import lazy_exports
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "nn": ".nn", "optim": ".optim", "results": ".results",
+    "nn": ".nn", "optim": ".optim", "results": ".results", "metrics": ".metrics",
     **{n: f".data:{n}" for n in ("generate_mag", "generate_sbm", "load_edgelist", "load_graph", "load_npz",
                                  "save_npz")},
     **{n: f".block:{n}" for n in ("Block", "EID", "NID", "to_block")},

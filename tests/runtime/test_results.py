@@ -99,10 +99,14 @@ def test_standalone_graphsage_saves_every_node_by_its_id(parts, graph, tmp_path)
 
 
 def test_launched_string_ids_four_trainers(named_parts, tmp_path, launches):
+    """Also --log_dir: each trainer's metrics as a TensorBoard run (other machines' rows travel:
+    DISTGRAPH_HOST_SHM=0, so each epoch pulls remote rows)."""
     g, parts = named_parts
     job = launches(tmp_path, parts[2], [1, 1], f"{sys.executable} {SAGE} {SAGE_ARGS} --save_predictions "
-                                               f"{tmp_path / 'pred'}", num_trainers=2, num_samplers=1)
+                                               f"{tmp_path / 'pred'} --log_dir {tmp_path / 'logs'}",
+                   num_trainers=2, num_samplers=1, DISTGRAPH_HOST_SHM="0")
     assert job.wait(300) == 0, job.output[-3000:]
+    _check_logs(tmp_path / "logs", 4, 2)
     pieces = _parts(tmp_path / "pred", 4)
     assert all(len(p) for p in pieces) and sum(map(len, pieces)) == g.num_nodes()
     assert sorted(np.concatenate(pieces).tolist()) == sorted(g.node_names.tolist())  # each node once
@@ -117,9 +121,32 @@ def test_launched_string_ids_four_trainers(named_parts, tmp_path, launches):
     assert (meta["num_parts"], meta["node_id"], meta["kind"]) == (4, "string", "predictions")
 
 
+def _check_logs(root: Path, trainers: int, epochs: int) -> None:
+    """Every trainer's run: TensorBoard's reader finds each metric once per epoch, as in its JSON lines."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    val = []
+    for rank in range(trainers):
+        run = root / f"trainer-{rank:03d}"
+        acc = EventAccumulator(str(run))
+        acc.Reload()
+        assert sorted(acc.Tags()["scalars"]) == ["accuracy/train", "accuracy/val", "epoch_seconds", "loss",
+                                                 "remote_rows", "seeds_per_s"]
+        lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+        assert [x["step"] for x in lines] == list(range(epochs)) == [s.step for s in acc.Scalars("loss")]
+        assert [s.value for s in acc.Scalars("loss")] == pytest.approx([x["loss"] for x in lines])
+        assert all(x["loss"] > 0 and x["seeds_per_s"] > 0 and x["remote_rows"] > 0 for x in lines)
+        val.append([x["accuracy/val"] for x in lines])
+    assert all(v == val[0] for v in val)  # summed over the trainers: one figure
+
+
 def test_standalone_rgcn_saves_the_labelled_type(mag_parts, mag_graph, tmp_path):
     out = _run([RGCN, *RGCN_ARGS.split(), "--conf-path", mag_parts[1], "--standalone", "--save-predictions",
-                tmp_path / "pred"])
+                tmp_path / "pred", "--log-dir", tmp_path / "logs"])
+    lines = [json.loads(x) for x in (tmp_path / "logs" / "trainer-000" / "metrics.jsonl").read_text().splitlines()]
+    assert [x["step"] for x in lines] == [0, 1] and all(0 <= x["accuracy/test"] <= 1 for x in lines)
+    printed = re.findall(r"Epoch \d+: .* Val Acc ([\d.]+), Test Acc ([\d.]+)", out)
+    assert [(f"{x['accuracy/val']:.4f}", f"{x['accuracy/test']:.4f}") for x in lines] == printed
     paper = mag_graph.nodes["paper"].data
     assert _saved_accuracy(tmp_path / "pred", paper["label"], paper["test_mask"]) == _printed(out)
     (ids,) = _parts(tmp_path / "pred", 1)

@@ -85,4 +85,8 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"{args.part_method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
     print(summary(stats, load_seconds))
+    from ..partition.report import write_report
+
+    json_path, png_path = write_report(args.out, stats, args.graph_name, args.part_method)
+    print(f"report: {json_path}, {png_path}")
     return 0
