@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := demo-out
 
-.PHONY: demo demo-rgcn test test-fast test-cluster clean
+.PHONY: demo demo-rgcn test test-fast test-cluster bench bench-page clean
 
 $(STAMP): pyproject.toml setup.py $(wildcard src/distgraph/native/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,16 @@ test-fast: $(STAMP)
 test-cluster: $(STAMP)
 	@test -x /usr/sbin/sshd -a -x /usr/sbin/nft || test "$$(id -u)" != 0 || apt-get install -y -q openssh-server nftables > /dev/null
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -rs tests/cluster
+
+# the benchmarks (long; not part of `make test`): bench-out/<name>.json and plots, then
+# docs/benchmarks.md from them; BENCH="partition kvstore" runs only those
+bench: $(STAMP)
+	$(PY) benchmarks/run.py $(BENCH)
+	$(PY) benchmarks/page.py
+
+# docs/benchmarks.md and the plots from the recorded figures (benchmarks/results/*.json) alone
+bench-page: $(STAMP)
+	$(PY) benchmarks/page.py
 
 clean:
 	rm -rf $(DEMO)
