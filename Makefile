@@ -42,9 +42,10 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q tests --ignore=tests/cluster --ignore=tests/runtime -m "not multiprocess"
 
-# 3 test hosts on this machine (network and mount namespaces, an sshd each): needs root.
+# 3 test hosts on this machine (network and mount namespaces, an sshd and a slurmd each): needs root.
 test-cluster: $(STAMP)
-	@test -x /usr/sbin/sshd -a -x /usr/sbin/nft || test "$$(id -u)" != 0 || apt-get install -y -q openssh-server nftables > /dev/null
+	@test -x /usr/sbin/sshd -a -x /usr/sbin/nft -a -x /usr/sbin/slurmd -a -x /usr/sbin/slurmctld || test "$$(id -u)" != 0 || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssh-server nftables slurmd slurmctld slurm-client > /dev/null
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -rs tests/cluster
 
 # the benchmarks (long; not part of `make test`): bench-out/<name>.json and plots, then
