@@ -78,7 +78,7 @@ def run(name: str, out: Path) -> dict | None:
               "command": "OMP_NUM_THREADS=1 python " + " ".join(["benchmarks/" + args[0], *argv[2:]]),
               "machine": machine(), "date": f"{start:%Y-%m-%d %H:%M}-{end:%H:%M} UTC", "commit": commit(),
               "load_average": f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end",
-              "peer": peer or "the figures it prints as references (see each key)",
+              "peer": peer or "none in this run (references, where a figure has one, are in its value)",
               "table": {"columns": ["figure", "value"], "rows": rows}}
     (out / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     return record

@@ -69,6 +69,13 @@ def emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
     """The result columns (left, right, score) of `cfg`, names with --raw_data."""
     import torch
 
+    with torch.no_grad():
+        return _emb_sim(cfg)
+
+
+def _emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
+    import torch
+
     from .infer_io import Names, read_ids
     from .topk import RunningTopK, row_topk
 
@@ -89,7 +96,6 @@ def emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
                                                                                        names))
                    for part in (cfg.format.split("_") + ["*"])[:2])
     nl, nr, k = len(left), len(right), cfg.topk
-    torch.set_grad_enabled(False)
     if cfg.exec_mode == "pairwise":
         if nl != nr:
             raise InputError(f"--exec_mode pairwise needs lists of one length; got {nl} left and {nr} right")

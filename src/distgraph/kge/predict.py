@@ -111,10 +111,16 @@ def predict(cfg: PredictConfig) -> dict[str, np.ndarray]:
     """The result columns (head, rel, tail, score) of `cfg`, names with --raw_data."""
     import torch
 
+    with torch.no_grad():
+        return _predict(cfg)
+
+
+def _predict(cfg: PredictConfig) -> dict[str, np.ndarray]:
+    import torch
+
     from .topk import RunningTopK, row_topk
 
     cfg.check()
-    torch.set_grad_enabled(False)
     scorer = Scorer(cfg.model_path, cfg.score_func)
     H, R, T, names = _lists(cfg, scorer)
     nh, nr, nt, k = len(H), len(R), len(T), cfg.topk
