@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 FORMATS = ("l_r", "l_*", "*_r", "*")
 EXEC_MODES = ("pairwise", "all", "batch_left")
@@ -74,6 +76,7 @@ def emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
 
 
 def _emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
+    import numpy as np
     import torch
 
     from .infer_io import Names, read_ids

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 FORMATS = ("h_r_t", "h_r_*", "h_*_t", "*_r_t", "h_*_*", "*_r_*", "*_*_t")
 EXEC_MODES = ("triplet_wise", "all", "batch_head", "batch_rel", "batch_tail")
@@ -88,6 +90,7 @@ class Scorer:
 
 def _lists(cfg: PredictConfig, scorer: Scorer):
     """The head, relation and tail id lists (all ids for `*`)."""
+    import numpy as np
     import torch
 
     from .infer_io import Names, read_ids

@@ -141,10 +141,9 @@ def _slurm(opts: LaunchOptions, workspace: Path) -> tuple[str, SrunOptions, dict
     allocation = Allocation.of(*found)
     rel = opts.ip_config or f"ip_config.slurm-{allocation.job_id or 'job'}.txt"
     text = allocation.ip_config(opts.num_servers)
-    if workspace.is_dir():
-        path = _in_workspace(workspace, rel)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    path = _in_workspace(workspace, rel)  # (beside the launcher when it has no such workspace: a login node)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
     return rel, SrunOptions(dict(zip(allocation.addresses, allocation.nodes))), {rel: text}
 
 
