@@ -33,6 +33,7 @@ BENCHMARKS = {
     "hetero": ("Heterogeneous graphs: typed sampling and RGCN training",
                ["hetero.py", "--papers", "200000", "--rounds", "3"], "peer", 7),
     "kvstore": ("KVStore: pulls and pushes of 128-dim rows", ["kvstore.py"], None, 8),
+    "row_kernels": ("Optimiser row kernels", ["row_kernels.py"], None, 8.5),
     "cluster": ("Across hosts: authentication, encryption, 3 hosts", ["cluster.py"], "root", 9),
 }
 
