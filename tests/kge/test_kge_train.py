@@ -116,8 +116,8 @@ def test_saved_model_layout_and_eval_reproduce_the_test_metrics(tmp_path):
     res = train_kge(cfg, out=io.StringIO())
     assert res.save_dir == tmp_path / "ckpts" / "TransE_l2_planted_0"
     files = sorted(p.name for p in res.save_dir.iterdir())
-    assert files == ["config.json", "entities.dict", "planted_TransE_l2_entity.npy",
-                     "planted_TransE_l2_relation.npy", "relations.dict"]
+    assert files == ["config.json", "entities.dict", "entities.parquet", "planted_TransE_l2_entity.npy",
+                     "planted_TransE_l2_relation.npy", "relations.dict", "relations.parquet"]
     conf = json.loads((res.save_dir / "config.json").read_text())
     assert conf["model_name"] == "TransE_l2" and conf["hidden_dim"] == 32 and conf["n_entities"] == 300
     assert np.load(res.save_dir / "planted_TransE_l2_entity.npy").shape == (300, 32)
@@ -136,6 +136,12 @@ def test_transr_saves_its_projections(tmp_path):
     assert (res.save_dir / "planted_TransRprojection.npy").is_file()
     saved = load_model(res.save_dir)
     assert saved.tables["projection"].shape == (2, 16)
+    import pyarrow.parquet as pq
+
+    rel = pq.read_table(res.save_dir / "relations.parquet")
+    assert rel.column_names == ["id", "name", "emb", "projection"]
+    np.testing.assert_array_equal(np.stack(rel.column("projection").to_numpy(zero_copy_only=False)),
+                                  saved.tables["projection"])
 
 
 def test_validation_during_training(tmp_path):

@@ -1,5 +1,5 @@
 """`distgraph kge train|eval|partition|dist-train`: DGL-KE's `dglke_train`, `dglke_eval`,
-`dglke_partition` and `dglke_dist_train` flags. Nothing here imports torch: the commands check
+`dglke_partition` and `dglke_dist_train` flags (`predict` and `emb-sim`: kge_infer.py). Nothing here imports torch: the commands check
 their flags and input files first (`kge.prepare`), and only a process that trains or ranks
 loads it."""
 
@@ -148,6 +148,9 @@ def register(subparsers) -> None:
                       help="the partition config (default DATA_PATH/DATASET/partitions/DATASET.json)")
     add_ssh_args(dist)
     dist.set_defaults(func=dist_train_command)
+    from .kge_infer import register as register_inference  # predict, emb-sim
+
+    register_inference(sub)
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:

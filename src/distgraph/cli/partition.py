@@ -120,9 +120,7 @@ def _run_streaming(args: argparse.Namespace, source, choice) -> int:
     stats = partition_stream(source, args.graph_name, args.num_parts, args.out, part_method=choice.method,
                              balance_train=args.balance_train, balance_edges=args.balance_edges, seed=args.seed,
                              threads=args.num_threads or os.cpu_count() or 1, progress=True, overwrite=args.overwrite)
-    print(f"{choice.method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
-    print(summary(stats, 0.0))
-    return 0
+    return _finish(args, stats, choice.method, 0.0)
 
 
 def _run_in_memory(args: argparse.Namespace, budget: int) -> int:
@@ -150,6 +148,15 @@ def _run_in_memory(args: argparse.Namespace, budget: int) -> int:
         balance_edges=args.balance_edges, num_hops=args.num_hops, seed=args.seed, progress=True,
         num_trainers_per_machine=args.num_trainers_per_machine, objtype=args.objtype, overwrite=args.overwrite,
     )
-    print(f"{choice.method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
+    return _finish(args, stats, choice.method, load_seconds)
+
+
+def _finish(args: argparse.Namespace, stats, method: str, load_seconds: float) -> int:
+    """The summary and the partition report (JSON and PNG) of either path."""
+    from ..partition.report import write_report
+
+    print(f"{method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
     print(summary(stats, load_seconds))
+    json_path, png_path = write_report(args.out, stats, args.graph_name, method)
+    print(f"report: {json_path}, {png_path}")
     return 0

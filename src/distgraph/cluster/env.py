@@ -37,6 +37,10 @@ BARRIER_TIMEOUT = "DISTGRAPH_BARRIER_TIMEOUT"  # seconds to wait for the other t
 SECRET = "DISTGRAPH_SECRET"  # the job's secret, which every connection proves (`rpc.auth`); made by the launcher
 ENCRYPT = "DISTGRAPH_ENCRYPT"  # 1: encrypt the job's traffic (ZeroMQ CURVE)
 HOST_SHM = "DISTGRAPH_HOST_SHM"  # 0: map only this machine's shared memory; other machines' rows travel
+# torchrun's: a trainer it starts takes its machine id (node rank) and trainers per machine from them
+TORCHRUN_NODE_RANK, TORCHRUN_LOCAL_WORLD_SIZE = "GROUP_RANK", "LOCAL_WORLD_SIZE"
+TORCHRUN_AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"  # True: torchrun's agent already hosts the rendezvous store
+SLURM_JOB_ID, SLURM_NODELIST = "SLURM_JOB_ID", "SLURM_JOB_NODELIST"  # set inside a Slurm allocation
 
 ROLES = ("server", "trainer", "sampler")
 DEFAULT_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, DEFAULT_BARRIER_TIMEOUT = 60.0, 600.0, 1800.0
@@ -101,6 +105,7 @@ class ProcessEnv:
     secret: str | None = None
     encrypt: bool = False
     host_shm: bool = True  # read rows of other machines on this host from their shared memory
+    agent_store: bool = False  # started by torchrun, whose agent hosts torch.distributed's store
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str] = os.environ) -> "ProcessEnv | None":
@@ -112,12 +117,13 @@ class ProcessEnv:
             raise InputError(f"environment variable {ROLE}={role!r} must be one of {ROLES}")
         return cls(
             role=role,
-            machine_id=_int(env, MACHINE_ID),
+            machine_id=_int(env, MACHINE_ID if env.get(MACHINE_ID) or not env.get(TORCHRUN_NODE_RANK)
+                            else TORCHRUN_NODE_RANK),
             ip_config=env.get(IP_CONFIG) or None,
             part_config=env.get(PART_CONFIG) or None,
-            session=env.get(SESSION) or "default",
+            session=env.get(SESSION) or session_of(env.get(SECRET)),
             num_servers=_int(env, NUM_SERVERS, minimum=1) if env.get(NUM_SERVERS) else None,
-            num_trainers=_int(env, NUM_TRAINERS, 1, minimum=1),
+            num_trainers=_int(env, NUM_TRAINERS, _int(env, TORCHRUN_LOCAL_WORLD_SIZE, 1, minimum=1), minimum=1),
             num_samplers=_int(env, NUM_SAMPLERS) if env.get(NUM_SAMPLERS) else None,
             server_id=_int(env, SERVER_ID, 0),
             sampler_id=_int(env, SAMPLER_ID, 0),
@@ -129,6 +135,7 @@ class ProcessEnv:
             host_shm=bool(_int(env, HOST_SHM, 1)),
             secret=env.get(SECRET) or None,
             encrypt=bool(_int(env, ENCRYPT, 0)),
+            agent_store=env.get(TORCHRUN_AGENT_STORE, "").lower() == "true",
         )
 
     def job(self) -> tuple[list, list, "PartitionConfig"]:
@@ -173,6 +180,22 @@ class ProcessEnv:
         if not filled.ip_config:
             raise InputError(f"no ip_config: set {IP_CONFIG} or pass ip_config (`distgraph launch` does both)")
         return filled
+
+
+def session_of(secret: str | None) -> str:
+    """The session (shared-memory names) of processes started without a launcher (`distgraph serve`
+    and trainers of torchrun): derived from the job's secret, so they agree without being told."""
+    if not secret:
+        return "default"
+    import hashlib
+
+    return hashlib.sha256(b"distgraph session:" + secret.encode()).hexdigest()[:12]
+
+
+def slurm_allocation(env: Mapping[str, str] = os.environ) -> tuple[str, str] | None:
+    """(job id, node list) of the Slurm allocation this process runs in, or None outside one."""
+    nodelist = env.get(SLURM_NODELIST) or env.get("SLURM_NODELIST")
+    return (env.get(SLURM_JOB_ID, ""), nodelist) if nodelist else None
 
 
 def sampler_env(sampler_id: int, lifeline_fd: int, env: Mapping[str, str] = os.environ) -> dict[str, str]:

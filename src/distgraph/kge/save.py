@@ -3,8 +3,9 @@
 `<save_path>/<model>_<dataset>_<n>/` holds `<dataset>_<model>_entity.npy`,
 `<dataset>_<model>_relation.npy` (and `<dataset>_<model>projection.npy` for TransR), the
 entity and relation dictionaries (`entities.dict`, `relations.dict`: `id<TAB>name`) and
-`config.json` with every training setting, so `kge eval` can rebuild the model. Reading
-needs numpy only: `kge eval` checks a model (its settings, files, sizes, finite rows)
+`config.json` with every training setting, so `kge eval` can rebuild the model; and
+`entities.parquet` / `relations.parquet`: id, name and embedding of each (`result_tables.py`).
+Reading needs numpy only: `kge eval` checks a model (its settings, files, sizes, finite rows)
 before importing torch.
 """
 
@@ -21,6 +22,7 @@ from ..files import private_files
 from .config import TrainConfig, check_model, table_widths
 from .data import read_dict, write_dict
 from .finite import check_finite
+from .result_tables import write_result_tables
 
 _SUFFIX = {"entity": "_entity", "relation": "_relation", "projection": "projection"}
 ENTITY_DICT = "entities.dict"
@@ -50,6 +52,7 @@ def save_model(path: Path, cfg: TrainConfig, tables: dict[str, np.ndarray], enti
         np.save(_table_file(path, cfg, name), np.asarray(table))
     write_dict(path / ENTITY_DICT, entities)
     write_dict(path / RELATION_DICT, relations)
+    write_result_tables(path, tables, entities, relations)
     conf = cfg.to_dict()
     conf.update(n_entities=len(entities), n_relations=len(relations), emap_file=ENTITY_DICT,
                 rmap_file=RELATION_DICT)

@@ -52,6 +52,19 @@ class _Events:
                 pass
 
 
+def write_files(host: str, files: dict[str, str]) -> None:
+    """The files the launcher sends (a Slurm job's ip_config), into the workspace only."""
+    for rel, text in files.items():
+        path = os.path.normpath(rel)
+        if os.path.isabs(path) or path.split(os.sep)[0] == "..":
+            raise DistGraphError(f"host {host}: {rel!r} lies outside the workspace; give --ip_config as a path "
+                                 f"inside it")
+        if os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+
 def check_host(job: dict) -> None:
     """The workspace and this host's partitions exist and are those the launcher has."""
     from ..partition.layout import PartitionConfig
@@ -60,6 +73,7 @@ def check_host(job: dict) -> None:
     if not os.path.isdir(workspace):
         raise DistGraphError(f"host {host} has no workspace {workspace}; copy the job there (distgraph copy)")
     os.chdir(workspace)
+    write_files(host, job.get("files", {}))
     check = job["check"]
     try:
         cfg = PartitionConfig.load(check["part_config"])
