@@ -289,6 +289,10 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
         _remove_files(out, num_parts, source, node_names, edge_names)
         raise
 
+    names_file = None
+    if source.node_names is not None:  # an edge list's string ids, by original id (as partition_graph keeps them)
+        names_file = "mapping/node_names.npy"
+        np.save(out / names_file, np.asarray(source.node_names))
     train = node_flag(source, "train_mask")
     stats = PartitionStats(
         num_parts=num_parts, part_nodes=[pm.num_inner_nodes for pm in metas],
@@ -301,7 +305,7 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
         node_map={t: node_ranges[:, i].tolist() for i, t in enumerate(source.ntypes)},
         edge_map={":".join(c): edge_ranges[:, i].tolist() for i, c in enumerate(source.canonical_etypes)},
         node_data=node_meta, edge_data=edge_meta,
-        mapping={"node": node_files, "edge": edge_files, "node_names": None}, partitions=metas)
+        mapping={"node": node_files, "edge": edge_files, "node_names": names_file}, partitions=metas)
     stats.total_seconds = time.perf_counter() - t0
     config["stats"] = stats.as_dict()
     write_config(config_path, json.dumps(config, indent=1))  # the partitioning exists, whole, from here on
