@@ -1,7 +1,11 @@
 """Scale benchmark: tiers of one generator (10M, 100M, 1B edges), each generated in DGL's chunked
 format, partitioned into 4 by `distgraph partition` as a user runs it (no method flag), and by the
-in-memory METIS path where it fits, for the edge-cut ratio. Each command runs as a child under
-`/usr/bin/time`, so its peak RSS is its own. Every tier's files are removed before the next.
+in-memory METIS path where it fits, for the edge-cut ratio; then trained on: 4 machines launched on
+this host (1 server, 1 trainer each), each trainer sampling `--steps` batches alone and then
+taking `--steps` GraphSAGE steps ([10, 25], batch 1000). Each partition command runs as a child
+under `/usr/bin/time`, so its peak RSS is its own; the training job's processes are watched for
+their peak RSS and PSS (shared pages counted once), and the job's total. Every tier's files are
+removed before the next.
 
 The graph is `generate sbm` shaped like ogbn-papers100M: 10 edges a node, 172 communities, a
 heavy degree tail (exponent 2.1, weights up to 1000x), 16 float16 features.
@@ -9,7 +13,8 @@ heavy degree tail (exponent 2.1, weights up to 1000x), 16 float16 features.
     python benchmarks/scale.py --tiers 10M 100M --workdir /var/tmp/distgraph-scale [--metis_up_to 100M]
 
 Prints `key: value` lines per tier (tier_<E>_...): partition seconds and peak RSS, bytes per
-edge at the peak, bytes on disk, edge cut, and METIS's cut and ratio where measured.
+edge at the peak, bytes on disk, edge cut, METIS's cut and ratio where measured, and the training
+job's seeds/s, step time, start-up and memory.
 """
 
 from __future__ import annotations
@@ -21,10 +26,15 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-from common import report
+import psutil
+
+from common import loopback_ip_config, report
+
+HERE = Path(__file__).resolve().parent
 
 SUFFIX = {"K": 10**3, "M": 10**6, "B": 10**9}
 
@@ -45,6 +55,70 @@ def timed(argv: list[str], log: Path) -> tuple[float, int, str]:
     return seconds, peak, done.stdout
 
 
+class TreeMemory:
+    """Peak RSS and PSS of every process under `pid`, and the peak of their PSS sum, polled."""
+
+    def __init__(self, pid: int, interval: float = 1.0):
+        self.root, self.interval = psutil.Process(pid), interval
+        self.peak: dict[int, tuple[str, int, int]] = {}  # pid -> (name, rss, pss)
+        self.total_pss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            total = 0
+            for p in self.root.children(recursive=True):
+                try:
+                    info, cmd = p.memory_full_info(), " ".join(p.cmdline()[1:4])
+                except psutil.Error:
+                    continue
+                name, rss, pss = self.peak.get(p.pid, (cmd, 0, 0))
+                self.peak[p.pid] = (name, max(rss, info.rss), max(pss, info.pss))
+                total += info.pss
+            self.total_pss = max(self.total_pss, total)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def train(parts: Path, tier: str, machines: int, steps: int, workdir: Path) -> None:
+    """Launch `machines` machines on this host on the tier's partitions and report the trainers'
+    figures and the job's memory."""
+    ip = loopback_ip_config(workdir / "ip_config.txt", machines)
+    cmd = [sys.executable, "-m", "distgraph.cli.main", "launch", "--workspace", str(workdir),
+           "--num_trainers", "1", "--num_servers", "1", "--num_samplers", "0", "--num_omp_threads", "1",
+           "--part_config", str(parts / "g.json"), "--ip_config", str(ip),
+           f"{sys.executable} {HERE / 'scale_train.py'} --graph_name g --steps {steps} --num_classes 172"]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(HERE)})
+    memory = TreeMemory(proc.pid)
+    out, err = proc.communicate()
+    memory.stop()
+    wall = time.perf_counter() - t0
+    (workdir / "train.log").write_text(out + err)
+    if proc.returncode:
+        raise SystemExit(f"training on the {tier} tier failed ({proc.returncode}); see {workdir / 'train.log'}")
+    rows = [dict(kv.split("=") for kv in m.group(1).split()) for m in re.finditer(r"RESULT (.*)", out)]
+    seeds_per_s = [float(r["seeds"]) / float(r["sample_seconds"]) for r in rows]
+    report(f"tier_{tier}_train_wall_seconds", wall)
+    report(f"tier_{tier}_trainer_ready_seconds_max", max(float(r["ready"]) for r in rows))
+    report(f"tier_{tier}_sampled_seeds_per_s_per_trainer", sum(seeds_per_s) / len(rows))
+    report(f"tier_{tier}_sampled_seeds_per_s_total", sum(seeds_per_s))
+    report(f"tier_{tier}_step_seconds_max", max(float(r["train_seconds"]) / float(r["steps"]) for r in rows))
+    report(f"tier_{tier}_final_loss", float(rows[0]["loss"]))
+    servers = [v for v in memory.peak.values() if "server" in v[0] or "serve" in v[0]]
+    trainers = [v for v in memory.peak.values() if "scale_train" in v[0]]
+    for kind, group in (("server", servers), ("trainer", trainers)):
+        if group:
+            report(f"tier_{tier}_{kind}_peak_rss_mb_max", max(v[1] for v in group) / 2**20)
+            report(f"tier_{tier}_{kind}_peak_pss_mb_max", max(v[2] for v in group) / 2**20)
+    report(f"tier_{tier}_job_peak_pss_gb", memory.total_pss / 2**30)
+
+
 def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -56,6 +130,8 @@ def main() -> None:
     ap.add_argument("--workdir", default="/var/tmp/distgraph-scale")
     ap.add_argument("--metis_up_to", default="100M", help="measure the in-memory METIS path up to this tier")
     ap.add_argument("--keep", action="store_true", help="keep each tier's files")
+    ap.add_argument("--steps", type=int, default=200, help="batches sampled, then GraphSAGE steps, per trainer")
+    ap.add_argument("--skip_training", action="store_true")
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -82,7 +158,7 @@ def main() -> None:
                 str(args.parts)]
         seconds, peak, out = timed([*base, "--out", str(root / "parts")], root / "partition.log")
         config = json.loads((root / "parts" / "g.json").read_text())
-        report(f"tier_{tier}_partitioner", re.search(r"partitioner: (\S+ \S+)", out).group(1))
+        report(f"tier_{tier}_partitioner", re.search(r"partitioner: ([^(]+)", out).group(1).strip())
         report(f"tier_{tier}_partition_seconds", seconds)
         report(f"tier_{tier}_partition_peak_rss_mb", peak / 2**20)
         report(f"tier_{tier}_partition_bytes_per_edge", peak / edges)
@@ -99,6 +175,8 @@ def main() -> None:
             report(f"tier_{tier}_metis_edge_cut", metis)
             report(f"tier_{tier}_cut_vs_metis", config["stats"]["edge_cut"] / metis)
             shutil.rmtree(root / "metis", ignore_errors=True)
+        if not args.skip_training:
+            train(root / "parts", tier, args.parts, args.steps, root)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
 
