@@ -14,7 +14,9 @@ heavy degree tail (exponent 2.1, weights up to 1000x), 16 float16 features.
 
 Prints `key: value` lines per tier (tier_<E>_...): partition seconds and peak RSS, bytes per
 edge at the peak, bytes on disk, edge cut, METIS's cut and ratio where measured, and the training
-job's seeds/s, step time, start-up and memory.
+job's seeds/s, step time, start-up and memory. With `--peer_python`, DGL 2.1.0's `partition_graph`
+(METIS, 4 parts, ../shared/peers/dgl/partition_bench.py) on the same graph up to `--peer_up_to`,
+in a memory cgroup capped at `--peer_memory_gb` so an out-of-memory end is its own and recorded.
 """
 
 from __future__ import annotations
@@ -119,6 +121,56 @@ def train(parts: Path, tier: str, machines: int, steps: int, workdir: Path) -> N
     report(f"tier_{tier}_job_peak_pss_gb", memory.total_pss / 2**30)
 
 
+PEER_SCRIPT = HERE.parents[1] / "shared" / "peers" / "dgl" / "partition_bench.py"
+CGROUP = Path("/sys/fs/cgroup/memory")
+
+
+def peer_npz(graph: Path, out: Path) -> Path:
+    """The tier's graph as the peer's script reads it (src, dst, num_nodes, node arrays)."""
+    import numpy as np
+
+    from distgraph.data.chunked import ChunkedGraph
+
+    g = ChunkedGraph(graph)
+    (c,) = g.canonical_etypes
+    src, dst = (np.concatenate(a) for a in zip(*g.edge_chunks(c, piece=1 << 24)))
+    nodes = {k: np.asarray(v) for k, v in g.node_data["_N"].items()}
+    np.savez(out, src=src, dst=dst, num_nodes=np.int64(g.num_nodes["_N"]), **nodes)
+    return out
+
+
+def dgl_partition(python: str, npz: Path, parts: int, out: Path, cap_gb: float, tier: str) -> None:
+    """DGL's partition_graph (METIS) on `npz`, in its own memory cgroup; its figures or its end."""
+    group = CGROUP / f"distgraph-scale-peer-{os.getpid()}"
+    group.mkdir()
+    try:
+        (group / "memory.limit_in_bytes").write_text(str(int(cap_gb * 2**30)))
+        (group / "memory.memsw.limit_in_bytes").write_text(str(int(cap_gb * 2**30))) \
+            if (group / "memory.memsw.limit_in_bytes").exists() else None
+        t0 = time.perf_counter()
+        done = subprocess.run(
+            ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"', python, str(PEER_SCRIPT),
+             "--method", "metis", "--parts", str(parts), "--npz", str(npz), "--out-root", str(out)],
+            capture_output=True, text=True, env={**os.environ, "DGLBACKEND": "pytorch"})
+        seconds = time.perf_counter() - t0
+        peak = int((group / "memory.max_usage_in_bytes").read_text())
+        oom = "oom_kill 1" in (group / "memory.oom_control").read_text() or done.returncode in (-9, 137)
+    finally:
+        group.rmdir()
+    wall = re.search(r"partition_graph_wall_s: ([\d.]+)", done.stdout)
+    if done.returncode or not wall:
+        why = f"out of memory at the {cap_gb:g} GB cap" if oom else f"failed ({done.returncode})"
+        report(f"tier_{tier}_dgl_partition", f"{why} after {seconds:.0f} s (cgroup peak {peak / 2**30:.1f} GB)")
+        return
+    report(f"tier_{tier}_dgl_partition_graph_seconds", float(wall.group(1)))
+    report(f"tier_{tier}_dgl_command_seconds", seconds)
+    rss = re.search(r"peak_rss_mb: (\d+)", done.stdout)
+    report(f"tier_{tier}_dgl_peak_rss_mb", float(rss.group(1)) if rss else float("nan"))
+    cut = re.search(r"edge_cut_frac: ([\d.]+)", done.stdout)
+    if cut:
+        report(f"tier_{tier}_dgl_edge_cut", float(cut.group(1)))
+
+
 def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -132,6 +184,9 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep each tier's files")
     ap.add_argument("--steps", type=int, default=200, help="batches sampled, then GraphSAGE steps, per trainer")
     ap.add_argument("--skip_training", action="store_true")
+    ap.add_argument("--peer_python", help="DGL 2.1.0's interpreter (../shared/peers/dgl/install.sh)")
+    ap.add_argument("--peer_up_to", default="100M", help="measure DGL's partition_graph up to this tier")
+    ap.add_argument("--peer_memory_gb", type=float, default=20.0)
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -175,6 +230,11 @@ def main() -> None:
             report(f"tier_{tier}_metis_edge_cut", metis)
             report(f"tier_{tier}_cut_vs_metis", config["stats"]["edge_cut"] / metis)
             shutil.rmtree(root / "metis", ignore_errors=True)
+        if args.peer_python and edges <= count(args.peer_up_to):
+            npz = peer_npz(root / "graph", root / "peer.npz")
+            dgl_partition(args.peer_python, npz, args.parts, root / "dgl", args.peer_memory_gb, tier)
+            npz.unlink()
+            shutil.rmtree(root / "dgl", ignore_errors=True)
         if not args.skip_training:
             train(root / "parts", tier, args.parts, args.steps, root)
         if not args.keep:
