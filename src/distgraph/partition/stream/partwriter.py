@@ -111,6 +111,9 @@ class PartWriter:
             src = cols["src"].astype(np.int64)
             eid = cols["eid"].astype(np.int64)
             del cols
+            if eid.size > 1 and bool((eid[1:] < eid[:-1]).any()):  # pieces from several hosts: edge-id order
+                by_eid = np.argsort(eid)
+                ldst, src, eid = ldst[by_eid], src[by_eid], eid[by_eid]
             et = self.source.edge_type_ids(eid) if R > 1 else np.zeros(eid.size, dtype=np.int64)
             order, starts = group_keys(ldst * R + et, rows * R)  # CSC: by (destination, type, original id)
             inside = (src >= lo) & (src < hi)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +33,7 @@ from ..assign import SPLIT_MASKS, fill_empty_parts, positive_int
 from ..layout import DataSpec, check_name, config_json
 from ..out_folder import check_out, clear_out, write_config
 from ..writer import PartitionStats
-from .adjacency import kaminpar_parts, write_parhip
+from .adjacency import kaminpar_parts, row_buckets, write_parhip
 from .buckets import Buckets, id_dtype
 from .numbering import EdgeRouter, Numbering, edge_columns, edge_ranges, number_nodes
 from .partwriter import EDGE_MAP, PartWriter, remove_files, write_node_maps
@@ -152,8 +152,11 @@ def kaminpar_assign(g, num_parts: int, seed: int, balance_ntypes=None, balance_e
 
 
 def assign(source: StreamSource, deg: Degrees, num_parts: int, method: str, seed: int, scratch: Path,
-           weights: np.ndarray | None, bucket_edges: int, threads: int = 1, progress: bool = False) -> np.ndarray:
-    """Part id of every node (int64) by `method`."""
+           weights: np.ndarray | None, bucket_edges: int, threads: int = 1, progress: bool = False,
+           write_graph: Callable[[Path, np.ndarray, int], None] | None = None) -> np.ndarray:
+    """Part id of every node (int64) by `method`. The undirected graph a partitioner reads is
+    written by `write_graph(path, row buckets' boundaries, max entries)` when given (from
+    edges held elsewhere), else from `source`."""
     n = source.num_nodes()
     if num_parts == 1:
         return np.zeros(n, dtype=np.int64)
@@ -161,7 +164,10 @@ def assign(source: StreamSource, deg: Degrees, num_parts: int, method: str, seed
         return (np.random.default_rng(seed).permutation(n) % num_parts).astype(np.int64)
     graph = scratch / ".undirected.parhip"
     try:
-        write_parhip(source, deg.in_deg + deg.out_deg, graph, weights, 2 * bucket_edges, progress)
+        if write_graph is None:
+            write_parhip(source, deg.in_deg + deg.out_deg, graph, weights, 2 * bucket_edges, progress)
+        else:
+            write_graph(graph, row_buckets(deg.in_deg + deg.out_deg, 2 * bucket_edges), 2 * bucket_edges)
         with deg.on_disk(scratch):
             if method == "kaminpar":
                 parts = kaminpar_parts(graph, num_parts, seed, threads=threads).astype(np.int64)
@@ -184,18 +190,11 @@ def _metis_on_file(graph: Path, n: int, num_parts: int, seed: int, weights: np.n
     return part_graph(xadj, adjncy, num_parts, None if weights is None else weights.reshape(n, 1), seed=seed)[0]
 
 
-@private_files()
-def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_path: str | Path,
-                     part_method: str = "kaminpar", balance_train: bool = False, balance_edges: bool = False,
-                     seed: int = 0, parts: np.ndarray | None = None, bucket_edges: int | None = None,
-                     threads: int = 1, progress: bool = False, overwrite: bool = False) -> PartitionStats:
-    """Partition `source` into `num_parts` parts under `out_path` (one-hop halos); `parts`
-    gives the assignment instead of `part_method`. A folder holding another graph's partition
-    is refused unless `overwrite` (`out_folder`). See the module docstring."""
-    t0 = time.perf_counter()
+def check_request(source: StreamSource, graph_name: str, num_parts: int, part_method: str):
+    """The checked number of parts, and the names and specs of the node and edge data."""
     check_name(graph_name, "graph name", allow_dot=True)
     num_parts = positive_int(num_parts, "num_parts")
-    n, m = source.num_nodes(), source.num_edges()
+    n = source.num_nodes()
     if num_parts > n:
         raise PartitionError(f"cannot split {n} nodes into {num_parts} parts; use at most {n} parts")
     if part_method not in STREAM_METHODS:
@@ -205,6 +204,21 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
     edge_names, edge_meta = data_meta(source.edge_data, {
         ":".join(c): int(source.etype_offsets[i + 1] - source.etype_offsets[i])
         for i, c in enumerate(source.canonical_etypes)}, "edge")
+    return num_parts, node_names, node_meta, edge_names, edge_meta
+
+
+@private_files()
+def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_path: str | Path,
+                     part_method: str = "kaminpar", balance_train: bool = False, balance_edges: bool = False,
+                     seed: int = 0, parts: np.ndarray | None = None, bucket_edges: int | None = None,
+                     threads: int = 1, progress: bool = False, overwrite: bool = False) -> PartitionStats:
+    """Partition `source` into `num_parts` parts under `out_path` (one-hop halos); `parts`
+    gives the assignment instead of `part_method`. A folder holding another graph's partition
+    is refused unless `overwrite` (`out_folder`). See the module docstring."""
+    t0 = time.perf_counter()
+    num_parts, node_names, node_meta, edge_names, edge_meta = check_request(source, graph_name, num_parts,
+                                                                            part_method)
+    n, m = source.num_nodes(), source.num_edges()
     out = Path(out_path)
     out.mkdir(parents=True, exist_ok=True)
     check_out(out, graph_name, overwrite)
@@ -248,6 +262,17 @@ def write_partition_config(out: Path, graph_name: str, source: StreamSource, par
                            t_assign: float) -> PartitionStats:
     """The id map of an edge list's string ids, then the config (last: the partitioning exists,
     whole, from its writing on); the partitioning's statistics."""
+    stats, text = partition_config(out, graph_name, source, part_method, node_meta, edge_meta, metas, node_files,
+                                   node_ranges, edge_ranges, cut, part_train, t0, t_assign)
+    write_config(out / f"{graph_name}.json", text)
+    return stats
+
+
+def partition_config(out: Path, graph_name: str, source: StreamSource, part_method: str, node_meta: dict,
+                     edge_meta: dict, metas: list, node_files: dict, node_ranges: np.ndarray, edge_ranges: np.ndarray,
+                     cut: int, part_train: list[int], t0: float, t_assign: float) -> tuple[PartitionStats, str]:
+    """The statistics and the config text of a partitioning whose files are written (an edge
+    list's string ids are saved here, under `out`)."""
     n, m = source.num_nodes(), source.num_edges()
     names_file = None
     if source.node_names is not None:  # an edge list's string ids, by original id (as partition_graph keeps them)
@@ -267,8 +292,7 @@ def write_partition_config(out: Path, graph_name: str, source: StreamSource, par
         mapping={"node": node_files, "edge": edge_files, "node_names": names_file}, partitions=metas)
     stats.total_seconds = time.perf_counter() - t0
     config["stats"] = stats.as_dict()
-    write_config(out / f"{graph_name}.json", json.dumps(config, indent=1))
-    return stats
+    return stats, json.dumps(config, indent=1)
 
 
 def _write_parts(source, out, deg, numbering: Numbering, node_names, edge_names, progress):
