@@ -235,6 +235,7 @@ class PartitionWorkerEnv:
     secret: str
     encrypt: bool
     timeouts: Timeouts
+    lifeline_fd: int | None
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str] = os.environ) -> "PartitionWorkerEnv":
@@ -243,4 +244,4 @@ class PartitionWorkerEnv:
             raise InputError(f"{LISTEN} (HOST PORT) and {SECRET} are not set: this process is started by "
                              f"`distgraph partition --ip_config`")
         return cls(_int(env, MACHINE_ID), listen[0], int(listen[1]), env[SECRET], bool(_int(env, ENCRYPT, 0)),
-                   Timeouts.from_environ(env))
+                   Timeouts.from_environ(env), _int(env, LIFELINE_FD) if env.get(LIFELINE_FD) else None)
