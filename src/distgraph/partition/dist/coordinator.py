@@ -25,6 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ...cluster.ip_config import parse_ip_config
+from ...data.chunked import npy_file_array
 from ...errors import DistGraphError, PartitionError
 from ...files import private_files
 from ...launch.ssh import SshOptions
@@ -41,9 +42,11 @@ from . import protocol as P
 from .processes import HostProcesses
 from .shares import host_of_part, my_parts, working_edges
 
-ROWS_PER_MESSAGE = 1 << 22  # per-node arrays travel in slices of this many rows
+ROWS_PER_MESSAGE = 1 << 20  # per-node arrays travel in slices of this many rows
+MAP_ROWS_PER_MESSAGE = 1 << 18  # edge id maps in slices of this many (a host reads and sends them)
 LONG_SECONDS = 7 * 24 * 3600.0  # a long operation's deadline: a dead host is noticed at once anyway
 PROGRESS_SECONDS = 0.5
+END_SECONDS = 10.0  # for the hosts to answer exit or abort
 
 
 class _Hosts:
@@ -77,13 +80,16 @@ class _Hosts:
         bar.close()
         return self.conns.wait(batch, self.processes.check)
 
-    def close(self, op: str) -> None:
-        """Tell every host to end (`exit`, or `abort`: remove what it wrote), as far as it still answers."""
+    def close(self, op: str) -> list[int]:
+        """Tell every host to end (`exit`, or `abort`: remove what it wrote), as far as it still
+        answers; the hosts' peak memory (bytes) when they all did."""
         try:
-            self.conns.call([Request(h, {"op": op}) for h in range(self.num)], 10.0)
+            replies = self.conns.call([Request(h, {"op": op}) for h in range(self.num)], END_SECONDS)
         except DistGraphError:
-            pass
-        self.conns.close()
+            replies = []
+        finally:
+            self.conns.close()
+        return [int(r.header.get("peak_rss", 0)) for r in replies]
 
 
 @private_files()
@@ -91,7 +97,7 @@ def partition_cluster(input_path: str | Path, graph_name: str, num_parts: int, o
                       ip_config: str | Path, ssh: SshOptions = SshOptions(), workspace: str | None = None,
                       part_method: str = "random", balance_train: bool = False, balance_edges: bool = False,
                       seed: int = 0, threads: int = 1, progress: bool = False, overwrite: bool = False,
-                      timeout: float = 60.0) -> PartitionStats:
+                      encrypt: bool = False, timeout: float = 60.0) -> PartitionStats:
     """Partition the chunked graph at `input_path` into `num_parts` parts with one process per
     machine of `ip_config` (paths as every host sees them, relative ones in `workspace`); part p
     is written under `out_path` on machine p mod H, the id maps and config on this host (and
@@ -106,7 +112,7 @@ def partition_cluster(input_path: str | Path, graph_name: str, num_parts: int, o
     check_nodes(source.num_nodes())
     out.mkdir(parents=True, exist_ok=True)
     check_out(out, graph_name, overwrite)
-    processes = HostProcesses(machines, str(work), ssh)
+    processes = HostProcesses(machines, str(work), ssh, encrypt)
     processes.start()
     hosts = run = None
     try:
@@ -122,7 +128,9 @@ def partition_cluster(input_path: str | Path, graph_name: str, num_parts: int, o
                                      f"same metadata.json")
         stats = run.all(part_method, balance_train, balance_edges, seed, threads, node_names, node_meta, edge_names,
                         edge_meta, t0)
-        hosts.close(P.EXIT)
+        peaks = hosts.close(P.EXIT)
+        if progress:
+            print("peak memory per host: " + ", ".join(f"machine {m} {b / 2**20:.0f} MB" for m, b in enumerate(peaks)))
         return stats
     except (PeerError, RemoteError) as exc:  # a host failed, died or was lost: one line naming it
         _abort(hosts, run, out, source, node_names, edge_names)
@@ -174,6 +182,8 @@ class _Run:
                 metas[p], train[p] = P.meta_of(raw), int(t)
         node_files = write_node_maps(self.out, self.source, numbering.node_ranges, numbering.new2old)
         self.edge_maps(ranges)
+        self.send_maps(list(node_files.values()) + [EDGE_MAP.format(":".join(c))
+                                                    for c in self.source.canonical_etypes])
         stats, text = partition_config(self.out, self.graph_name, self.source, part_method, node_meta, edge_meta,
                                        metas, node_files, numbering.node_ranges, ranges, cut, train, t0, t_assign)
         self.hosts.each(P.COMMIT, config=text)
@@ -221,6 +231,16 @@ class _Run:
                 arrays += [numbering.new2old[lo:hi], deg.out_deg[numbering.new2old[lo:hi]]]
             self.hosts.call([Request(h, {"op": P.PLAN}, arrays)])
 
+    def send_maps(self, rels: list[str]) -> None:
+        """The id maps to every other host (`distgraph launch` checks each has them), a slice at a time."""
+        others = [h for h in range(self.hosts.num) if not self.hosts.processes.job.plan.local[h]]
+        for rel in rels:
+            rows = npy_file_array(self.out / rel)
+            for at in range(0, max(len(rows), 1), MAP_ROWS_PER_MESSAGE):
+                piece = rows.read(at, at + MAP_ROWS_PER_MESSAGE)
+                self.hosts.call([Request(h, {"op": P.MAP_ROWS, "file": rel, "start": at, "total": len(rows)},
+                                         [piece]) for h in others])
+
     def edge_maps(self, ranges: np.ndarray) -> None:
         """Each edge type's id map, from the pieces the hosts wrote for their parts."""
         from ..stream.npyfile import NpyFile
@@ -233,8 +253,8 @@ class _Run:
             try:
                 for p in range(self.num_parts):
                     start, end = int(type_at[p, t]), int(type_at[p, t] + sizes[p, t])
-                    for at in range(start, end, ROWS_PER_MESSAGE):
-                        count = min(ROWS_PER_MESSAGE, end - at)
+                    for at in range(start, end, MAP_ROWS_PER_MESSAGE):
+                        count = min(MAP_ROWS_PER_MESSAGE, end - at)
                         (r,) = self.hosts.call([Request(host_of_part(p, self.hosts.num),
                                                         {"op": P.EDGE_MAP_ROWS, "key": key, "start": at,
                                                          "count": count})])

@@ -11,6 +11,7 @@ unless the config listing them was written.
 
 from __future__ import annotations
 
+import resource
 import signal
 import sys
 import threading
@@ -56,6 +57,11 @@ def _answer(target, header: dict, arrays) -> tuple[dict, list]:
         return {"ok": False, "kind": kind, "error": text}, []
 
 
+def peak_rss() -> int:
+    """This process's peak resident memory so far, in bytes."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def serve(env: PartitionWorkerEnv, work: HostWork) -> None:
     """Answer operations until the coordinator says exit (or abort)."""
     credentials = work.credentials
@@ -69,7 +75,7 @@ def serve(env: PartitionWorkerEnv, work: HostWork) -> None:
     ops = {P.OPEN: work.open, P.DEGREES: work.degrees, P.DEGREE_ROWS: work.degree_rows,
            P.ADJACENCY: work.adjacency_rows, P.ADJACENCY_BUCKET: work.adjacency_bucket, P.OLD2NEW: work.old2new,
            P.CLEAR: work.clear, P.PLAN: work.plan, P.SHUFFLE: work.shuffle, P.EDGES: work.edges, P.WRITE: work.write,
-           P.EDGE_MAP_ROWS: work.edge_map_rows, P.COMMIT: work.commit}
+           P.EDGE_MAP_ROWS: work.edge_map_rows, P.MAP_ROWS: work.map_rows, P.COMMIT: work.commit}
     task: _Task | None = None
     try:
         while True:
@@ -89,7 +95,7 @@ def serve(env: PartitionWorkerEnv, work: HostWork) -> None:
             if op == P.PROGRESS:
                 sock.send(identity, {"ok": True, "rid": rid, "done": work.progress})
             elif op in (P.EXIT, P.ABORT):
-                sock.send(identity, {"ok": True, "rid": rid})
+                sock.send(identity, {"ok": True, "rid": rid, "peak_rss": peak_rss()})
                 work.stopping.set()
                 if task is not None:  # an operation still running stops at its next piece
                     task.thread.join(TASK_END_SECONDS)

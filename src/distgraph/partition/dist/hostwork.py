@@ -7,13 +7,16 @@ node (new ids; degrees while they are counted) and its share of the edges, on di
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from pathlib import Path
 
 import numpy as np
 
 from ...arrays import group_keys
+from ...data.chunked import ChunkedGraph, npy_file_array
 from ...errors import PartitionError
+from ...malloc import release_freed_memory
 from ...rpc.auth import Credentials
 from ...rpc.transport import Connections, Request
 from ...rpc.wire import WireError
@@ -21,7 +24,8 @@ from ..out_folder import check_out, clear_out, write_config
 from ..stream.adjacency import ADJACENCY_COLUMNS, spread_adjacency
 from ..stream.buckets import Buckets, id_dtype
 from ..stream.numbering import EdgeRouter, edge_columns
-from ..stream.partwriter import PartWriter, remove_files
+from ..stream.npyfile import NpyFile
+from ..stream.partwriter import EDGE_MAP, PartWriter, remove_files
 from ..stream.source import from_chunked
 from ..stream.writer import count_degrees, data_meta, node_flag
 from . import protocol as P
@@ -53,6 +57,8 @@ class HostWork:
         self.stopping = threading.Event()  # the run ends: a running operation stops at its next piece
         self.adjacency = self.buckets = None
         self.cleared = self.committed = False  # its output folder was cleared; its config was written
+        self.maps: dict[str, NpyFile] = {}  # id maps being received (all of them once any was)
+        self.got_maps = False
         self.out = None
 
     # -- set-up ------------------------------------------------------------------------------
@@ -61,8 +67,6 @@ class HostWork:
         self.graph_name = P.field(h, "graph_name", str)
         self.hosts = P.addresses(P.field(h, "hosts", list))
         self.num_parts = P.field(h, "num_parts", int)
-        from ...data.chunked import ChunkedGraph
-
         self.cg = ChunkedGraph(self.input, every_edge_file=False)
         self.source = from_chunked(self.input, every_edge_file=False)
         self.files = my_files(self.cg, self.machine, len(self.hosts))
@@ -147,6 +151,7 @@ class HostWork:
         self.new2old = PartSlices(starts, {p: mine[2 * i] for i, p in enumerate(self.parts)}, self.new_ids.dtype)
         self.out_degree = {p: mine[2 * i + 1] for i, p in enumerate(self.parts)}
         self.deg = None
+        release_freed_memory()
         n, m = self.source.num_nodes(), self.source.num_edges()
         self.columns = edge_columns(n, m)
         self.buckets = Buckets(self.out, bounds.size - 1, self.columns, "edges")
@@ -168,6 +173,7 @@ class HostWork:
         finally:
             conns.close()
         self.new_ids = None
+        release_freed_memory()
         return {"per_type": self.router.per_type.tolist(), "cut": self.router.cut}, []
 
     def edges(self, h: dict, arrays) -> tuple[dict, list]:
@@ -207,8 +213,28 @@ class HostWork:
         key, start, count = P.field(h, "key", str), P.field(h, "start"), P.field(h, "count")
         if key not in [":".join(c) for c in self.source.canonical_etypes]:
             raise WireError(f"unknown edge type {key!r}")
-        rows = np.load(self.out / EDGE_MAP_SCRATCH.format(host=self.machine, key=key), mmap_mode="r")
-        return {}, [np.array(rows[start:start + count])]
+        rows = npy_file_array(self.out / EDGE_MAP_SCRATCH.format(host=self.machine, key=key))
+        return {}, [rows.read(start, start + count)]  # (a positioned read: nothing of the file is mapped)
+
+    def map_rows(self, h: dict, arrays) -> tuple[dict, list]:
+        """Rows of an id map (which `distgraph launch` needs on every host), written under a
+        temporary name and renamed into place when whole (hosts sharing a folder agree on its bytes)."""
+        rel, start, total = P.field(h, "file", str), P.field(h, "start"), P.field(h, "total")
+        maps = [f"mapping/node.{t}.npy" for t in self.source.ntypes] + [
+            EDGE_MAP.format(":".join(c)) for c in self.source.canonical_etypes]
+        if rel not in maps:
+            raise WireError(f"{rel!r} is not an id map of this graph")
+        (rows,) = arrays
+        self.got_maps = True
+        if start == 0:
+            self.maps[rel] = NpyFile(self.out / f"{rel}.tmp-{self.machine}", rows.dtype, (total,))
+        f = self.maps[rel]
+        f.append(rows)
+        if f.rows == total:
+            f.close()
+            os.replace(f.path, self.out / rel)
+            del self.maps[rel]
+        return {}, []
 
     def commit(self, h: dict, arrays) -> tuple[dict, list]:
         """The config, written last: from here on this host's parts load."""
@@ -230,9 +256,12 @@ class HostWork:
         if self.out is None or not hasattr(self, "source"):
             return
         self._drop_scratch()
+        for f in self.maps.values():
+            f.close()
+            f.path.unlink(missing_ok=True)
         if self.cleared and not self.committed:
             try:
-                remove_files(self.out, self.parts, self.source, self.node_names, self.edge_names, maps=False)
+                remove_files(self.out, self.parts, self.source, self.node_names, self.edge_names, maps=self.got_maps)
             except OSError as exc:
                 raise PartitionError(f"machine {self.machine}: cannot remove its unfinished partition files "
                                      f"({exc})") from None

@@ -21,7 +21,8 @@ from ..layout import COUNTS, PartMeta
 # coordinator -> host
 OPEN, DEGREES, DEGREE_ROWS, ADJACENCY, ADJACENCY_BUCKET, OLD2NEW, CLEAR, PLAN, SHUFFLE, WRITE = (
     "open", "degrees", "degree_rows", "adjacency", "adjacency_bucket", "old2new", "clear", "plan", "shuffle", "write")
-EDGE_MAP_ROWS, COMMIT, ABORT, PROGRESS, EXIT = "edge_map_rows", "commit", "abort", "progress", "exit"
+EDGE_MAP_ROWS, MAP_ROWS, COMMIT, ABORT, PROGRESS, EXIT = (
+    "edge_map_rows", "map_rows", "commit", "abort", "progress", "exit")
 # host -> host
 EDGES = "edges"
 BACKGROUND = (DEGREES, ADJACENCY, SHUFFLE, WRITE)  # long: run aside while the host keeps receiving
