@@ -6,7 +6,6 @@ config and no partition file behind."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from partition_files import chunked_copy, same_partitions
 

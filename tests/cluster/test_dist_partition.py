@@ -35,8 +35,8 @@ def _partition(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300, **kwargs)
 
 
-@pytest.fixture
-def job(bed, tmp_path):
+@pytest.fixture(scope="module")
+def job(bed):
     """A chunked graph (6 edge chunks) here, in a folder of its own under the workspace path, and
     on each host: metadata, node data and its share of the edge chunks (files h and h + 3)."""
     name = f"dist-{uuid.uuid4().hex[:8]}"
@@ -51,7 +51,6 @@ def job(bed, tmp_path):
         (root / "edges").mkdir()
         for rel in edge_files[h::len(bed.hosts)]:
             shutil.copy(here / "g" / rel, root / rel)
-    (tmp_path / "ip_config.txt").write_text("".join(f"{host.ip} {PORT}\n" for host in bed.hosts))
     yield name
     shutil.rmtree(here, ignore_errors=True)
     for host in bed.hosts:
@@ -60,6 +59,7 @@ def job(bed, tmp_path):
 
 def test_capped_hosts_partition_what_one_host_cannot_under_the_cap(bed, job, tmp_path):
     here = Path(WORKSPACE) / job
+    (tmp_path / "ip_config.txt").write_text("".join(f"{host.ip} {PORT}\n" for host in bed.hosts))
     single, _ = run_capped([sys.executable, "-m", "distgraph.cli.main", "partition", "--input", "g",
                                       "--graph_name", "g", "--num_parts", "3", "--part_method", "random", "--seed",
                                       "7", "--out", str(tmp_path / "capped"), "--memory_budget", "0.001"], CAP,
@@ -99,3 +99,18 @@ def test_capped_hosts_partition_what_one_host_cannot_under_the_cap(bed, job, tmp
         shutil.copytree(out / f"part{h}", merged / f"part{h}")
     same_partitions(tmp_path / "single", merged)
     assert load_partition(merged / "g.json", 1).num_inner_nodes == 100_000
+
+
+def test_an_unreachable_host_stops_the_command_with_one_line(bed, job, tmp_path):
+    here = Path(WORKSPACE) / job
+    lines = [f"{host.ip} {PORT}" for host in bed.hosts[:2]] + [f"10.213.{bed.net}.99 {PORT}"]  # no such host
+    (tmp_path / "ip_config.txt").write_text("\n".join(lines) + "\n")
+    done = _partition("--input", "g", "--out", "out2", "--ip_config", str(tmp_path / "ip_config.txt"),
+                      "--workspace", str(here), "--ssh_config", str(bed.ssh_config), cwd=here)
+    assert done.returncode == 2, done.stderr
+    print(done.stderr.strip())
+    errors = [line for line in done.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and f"10.213.{bed.net}.99" in errors[0] and "nothing was partitioned" in errors[0], \
+        done.stderr
+    assert not (here / "out2" / "g.json").exists()
+    assert not any((host.workspace / job / "out2").exists() for host in bed.hosts[:2])

@@ -32,13 +32,13 @@ from ...launch.ssh import SshOptions
 from ...rpc.transport import Connections, PeerError, RemoteError, Request
 from ..out_folder import check_out, clear_out, write_config
 from ..stream.adjacency import check_nodes, write_rows
-from ..stream.buckets import id_dtype
 from ..stream.numbering import edge_ranges, number_nodes
 from ..stream.partwriter import EDGE_MAP, remove_files, write_node_maps
 from ..stream.source import from_chunked
 from ..stream.writer import (MAX_BUCKETS, Degrees, assign, check_request, partition_config, split_weight)
 from ..writer import PartitionStats
 from . import protocol as P
+from .host import peak_rss
 from .processes import HostProcesses
 from .shares import host_of_part, my_parts, working_edges
 
@@ -130,7 +130,8 @@ def partition_cluster(input_path: str | Path, graph_name: str, num_parts: int, o
                         edge_meta, t0)
         peaks = hosts.close(P.EXIT)
         if progress:
-            print("peak memory per host: " + ", ".join(f"machine {m} {b / 2**20:.0f} MB" for m, b in enumerate(peaks)))
+            print("peak memory per host: " + ", ".join(f"machine {m} {b / 2**20:.0f} MB" for m, b in enumerate(peaks))
+                  + f"; this host (the coordinator) {peak_rss() / 2**20:.0f} MB")
         return stats
     except (PeerError, RemoteError) as exc:  # a host failed, died or was lost: one line naming it
         _abort(hosts, run, out, source, node_names, edge_names)

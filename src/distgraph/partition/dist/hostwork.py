@@ -27,7 +27,7 @@ from ..stream.numbering import EdgeRouter, edge_columns
 from ..stream.npyfile import NpyFile
 from ..stream.partwriter import EDGE_MAP, PartWriter, remove_files
 from ..stream.source import from_chunked
-from ..stream.writer import count_degrees, data_meta, node_flag
+from ..stream.writer import count_degrees, data_specs, node_flag
 from . import protocol as P
 from .shares import host_of_part, my_files, my_parts, working_edges
 
@@ -72,17 +72,11 @@ class HostWork:
         self.files = my_files(self.cg, self.machine, len(self.hosts))
         self.parts = my_parts(self.num_parts, self.machine, len(self.hosts))
         self.piece = working_edges(sum(f.rows for f in self.files))
-        self.node_names, _ = data_meta(self.source.node_data, self._counts(self.source.ntypes, "ntype"), "node")
-        self.edge_names, _ = data_meta(self.source.edge_data, self._counts(
-            [":".join(c) for c in self.source.canonical_etypes], "etype"), "edge")
+        self.node_names, _, self.edge_names, _ = data_specs(self.source)
         self.out.mkdir(parents=True, exist_ok=True)
         check_out(self.out, self.graph_name, bool(h.get("overwrite")))
         return {"num_nodes": self.source.num_nodes(), "num_edges": self.source.num_edges(),
                 "files": len(self.files)}, []
-
-    def _counts(self, keys: list[str], kind: str) -> dict[str, int]:
-        off = self.source.ntype_offsets if kind == "ntype" else self.source.etype_offsets
-        return {k: int(off[i + 1] - off[i]) for i, k in enumerate(keys)}
 
     def _pieces(self):
         """(src, dst, first edge id) of this host's edge chunks, homogeneous ids, a piece at a time."""

@@ -199,12 +199,17 @@ def check_request(source: StreamSource, graph_name: str, num_parts: int, part_me
         raise PartitionError(f"cannot split {n} nodes into {num_parts} parts; use at most {n} parts")
     if part_method not in STREAM_METHODS:
         raise PartitionError(f"unknown part_method {part_method!r} for large graphs; choose one of {STREAM_METHODS}")
+    return (num_parts, *data_specs(source))
+
+
+def data_specs(source: StreamSource) -> tuple[dict, dict, dict, dict]:
+    """(node data names, their specs, edge data names, their specs) by type, checked."""
     node_names, node_meta = data_meta(source.node_data, {t: int(source.ntype_offsets[i + 1] - source.ntype_offsets[i])
                                                          for i, t in enumerate(source.ntypes)}, "node")
     edge_names, edge_meta = data_meta(source.edge_data, {
         ":".join(c): int(source.etype_offsets[i + 1] - source.etype_offsets[i])
         for i, c in enumerate(source.canonical_etypes)}, "edge")
-    return num_parts, node_names, node_meta, edge_names, edge_meta
+    return node_names, node_meta, edge_names, edge_meta
 
 
 @private_files()
