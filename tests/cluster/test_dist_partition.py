@@ -38,7 +38,7 @@ def _partition(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def job(bed):
     """A chunked graph (6 edge chunks) here, in a folder of its own under the workspace path, and
-    on each host: metadata, node data and its share of the edge chunks (files h and h + 3)."""
+    on each host: metadata, node data and its share of the edge chunks (files 2h and 2h + 1)."""
     name = f"dist-{uuid.uuid4().hex[:8]}"
     here = Path(WORKSPACE) / name  # this host's folder at the hosts' workspace path
     meta = generate_sbm_chunked(here / "g", 300_000, 3_000_000, num_classes=16, feat_dim=4, feat_dtype="float32",
@@ -49,7 +49,7 @@ def job(bed):
         shutil.copytree(here / "g" / "node_data", root / "node_data")
         shutil.copy(meta, root / "metadata.json")
         (root / "edges").mkdir()
-        for rel in edge_files[h::len(bed.hosts)]:
+        for rel in edge_files[2 * h:2 * h + 2]:  # its third of the edges
             shutil.copy(here / "g" / rel, root / rel)
     yield name
     shutil.rmtree(here, ignore_errors=True)

@@ -189,13 +189,15 @@ class ChunkedGraph:
         for i in range(len(self.edge_files[etype])):
             yield from self.file_chunks(etype, i, piece)
 
-    def file_chunks(self, etype: tuple, index: int, piece: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """`edge_chunks` of one chunk file of `etype` (its `index`-th)."""
+    def file_chunks(self, etype: tuple, index: int, piece: int = 1 << 20,
+                    rows: tuple[int, int] | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """`edge_chunks` of one chunk file of `etype` (its `index`-th), or of its rows [lo, hi)."""
         ns, nd = self.num_nodes[etype[0]], self.num_nodes[etype[2]]
         f = self.edge_files[etype][index]
         a = f.read(columns=2)
-        for i in range(0, a.shape[0], piece):
-            block = np.asarray(a[i:i + piece])
+        lo, hi = rows or (0, a.shape[0])
+        for i in range(lo, hi, piece):
+            block = np.asarray(a[i:min(i + piece, hi)])
             src, dst = block[:, 0].astype(np.int64), block[:, 1].astype(np.int64)
             if src.size and (src.min() < 0 or src.max() >= ns or dst.min() < 0 or dst.max() >= nd):
                 raise InputError(f"chunk {f.path} has node ids outside [0, {ns}) x [0, {nd}) of edge type "

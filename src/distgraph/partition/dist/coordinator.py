@@ -1,6 +1,6 @@
 """`partition_cluster`: `partition_stream` spread over the hosts of an ip_config, for a graph in
-DGL's chunked format that every host reads at the same path (each host needs only its share of
-the edge chunks: files h, h + H, ...; node and edge data are read where they are written).
+DGL's chunked format that every host reads at the same path (each host needs only the edge
+chunk files holding its share, `shares`; node and edge data are read where they are written).
 
 This process (the coordinator) starts one partitioning process per host (`processes`) and
 drives them (`protocol`, `hostwork`):

@@ -29,7 +29,7 @@ from ..stream.partwriter import EDGE_MAP, PartWriter, remove_files
 from ..stream.source import from_chunked
 from ..stream.writer import count_degrees, data_specs, node_flag
 from . import protocol as P
-from .shares import host_of_part, my_files, my_parts, working_edges
+from .shares import host_of_part, my_parts, my_segments, working_edges
 
 EDGE_MAP_SCRATCH = ".edge-map-{host}.{key}.npy"  # this host's pieces of an edge id map, until the coordinator has them
 
@@ -69,22 +69,22 @@ class HostWork:
         self.num_parts = P.field(h, "num_parts", int)
         self.cg = ChunkedGraph(self.input, every_edge_file=False)
         self.source = from_chunked(self.input, every_edge_file=False)
-        self.files = my_files(self.cg, self.machine, len(self.hosts))
+        self.segments = my_segments(self.cg, self.machine, len(self.hosts))
         self.parts = my_parts(self.num_parts, self.machine, len(self.hosts))
-        self.piece = working_edges(sum(f.rows for f in self.files))
+        self.piece = working_edges(sum(g.hi - g.lo for g in self.segments))
         self.node_names, _, self.edge_names, _ = data_specs(self.source)
         self.out.mkdir(parents=True, exist_ok=True)
         check_out(self.out, self.graph_name, bool(h.get("overwrite")))
         return {"num_nodes": self.source.num_nodes(), "num_edges": self.source.num_edges(),
-                "files": len(self.files)}, []
+                "share": sum(g.hi - g.lo for g in self.segments)}, []
 
     def _pieces(self):
         """(src, dst, first edge id) of this host's edge chunks, homogeneous ids, a piece at a time."""
         noff = self.source.ntype_offsets
-        for f in self.files:
-            bs, bd = (int(noff[self.source.ntypes.index(t)]) for t in (f.etype[0], f.etype[2]))
-            at = f.first
-            for src, dst in self.cg.file_chunks(f.etype, f.index, self.piece):
+        for g in self.segments:
+            bs, bd = (int(noff[self.source.ntypes.index(t)]) for t in (g.etype[0], g.etype[2]))
+            at = g.first + g.lo
+            for src, dst in self.cg.file_chunks(g.etype, g.index, self.piece, (g.lo, g.hi)):
                 if self.stopping.is_set():
                     raise PartitionError(f"machine {self.machine}: stopped")
                 yield src + bs, dst + bd, at

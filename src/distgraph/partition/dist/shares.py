@@ -1,6 +1,7 @@
-"""Who does what in a distributed partitioning of H hosts: host h reads the edge chunk files
-h, h + H, h + 2H, ... (in the metadata's order) and writes the parts h, h + H, ...; it works
-in pieces and buckets of a twentieth of its share of the edges."""
+"""Who does what in a distributed partitioning of H hosts: host h reads the edges
+[h E / H, (h + 1) E / H) of the E edges in the metadata's order (only the chunk files holding
+them need to be on it) and writes the parts h, h + H, ...; it works in pieces and buckets of a
+twentieth of its share of the edges."""
 
 from __future__ import annotations
 
@@ -12,28 +13,29 @@ MIN_WORKING_EDGES, MAX_WORKING_EDGES = 1 << 16, 1 << 23
 
 
 @dataclass(frozen=True)
-class EdgeFile:
-    """One edge chunk file: its edge type, its index among the type's files, its first edge id
-    (homogeneous) and its rows."""
+class Segment:
+    """Rows [lo, hi) of one edge chunk file: its edge type, its index among the type's files, and
+    the (homogeneous) id of its first edge."""
 
     etype: tuple
     index: int
     first: int
-    rows: int
+    lo: int
+    hi: int
 
 
-def edge_files(cg) -> list[EdgeFile]:
-    """Every edge chunk file of a `ChunkedGraph`, in edge id order."""
+def my_segments(cg, host: int, num_hosts: int) -> list[Segment]:
+    """The pieces of the chunk files of a `ChunkedGraph` that hold host `host`'s share of the edges."""
+    total = sum(cg.num_edges.values())
+    start, end = total * host // num_hosts, total * (host + 1) // num_hosts
     found, first = [], 0
     for c in cg.canonical_etypes:
         for i, f in enumerate(cg.edge_files[c]):
-            found.append(EdgeFile(c, i, first, f.rows))
+            lo, hi = max(start, first) - first, min(end, first + f.rows) - first
+            if hi > lo:
+                found.append(Segment(c, i, first, lo, hi))
             first += f.rows
     return found
-
-
-def my_files(cg, host: int, num_hosts: int) -> list[EdgeFile]:
-    return edge_files(cg)[host::num_hosts]
 
 
 def host_of_part(part, num_hosts: int):
