@@ -52,7 +52,8 @@ def test_kaminpar_runs_on_the_graph_assembled_from_the_hosts_pieces(ip_config, t
     root = chunked_copy(g, tmp_path / "g", edge_chunks=5).parent
     single = partition_stream(from_chunked(root), "g", 3, tmp_path / "single", part_method="kaminpar", seed=1,
                               bucket_edges=1 << 16)
-    dist = partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="kaminpar", seed=1)
+    dist = partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="kaminpar", seed=1,
+                             encrypt=True)  # (the hosts' traffic under CURVE)
     # the same ParHIP file and seed: KaMinPar's cut agrees (its parts may differ between runs)
     assert dist.edge_cut == pytest.approx(single.edge_cut, rel=0.1) and dist.edge_cut < 0.5
     assert sum(dist.part_edges) == g.num_edges()
@@ -104,3 +105,16 @@ def test_a_host_that_fails_leaves_nothing_that_loads(fault, message, ip_config, 
     assert "\n" not in str(failed.value)
     left = sorted(str(p.relative_to(tmp_path / "dist")) for p in (tmp_path / "dist").rglob("*") if p.is_file())
     assert left == [], left  # no config, no partition file, no scratch: nothing a later run would load
+
+
+def test_options_that_need_one_host_are_refused_with_ip_config(chunked, ip_config, tmp_path, capsys):
+    from distgraph.cli.main import main
+
+    base = ["partition", "--graph_name", "g", "--num_parts", "3", "--out", str(tmp_path / "o"),
+            "--ip_config", str(ip_config)]
+    assert main([*base, "--input", str(chunked), "--num_hops", "2"]) == 2
+    assert "--num_hops 2 needs the whole graph; drop --ip_config" in capsys.readouterr().err
+    (tmp_path / "g.npz").write_bytes(b"PK\x03\x04")
+    assert main([*base, "--input", str(tmp_path / "g.npz")]) == 2
+    assert "g.npz is not a chunked graph folder here" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -29,13 +29,14 @@ from ...data.chunked import npy_file_array
 from ...errors import DistGraphError, PartitionError
 from ...files import private_files
 from ...launch.ssh import SshOptions
+from ...rpc.auth import Credentials
 from ...rpc.transport import Connections, PeerError, RemoteError, Request
 from ..out_folder import check_out, clear_out, write_config
 from ..stream.adjacency import check_nodes, write_rows
 from ..stream.numbering import edge_ranges, number_nodes
 from ..stream.partwriter import EDGE_MAP, remove_files, write_node_maps
 from ..stream.source import from_chunked
-from ..stream.writer import (MAX_BUCKETS, Degrees, assign, check_request, partition_config, split_weight)
+from ..stream.writer import MAX_BUCKETS, Degrees, assign, check_request, partition_config, split_weight
 from ..writer import PartitionStats
 from . import protocol as P
 from .host import peak_rss
@@ -53,8 +54,6 @@ class _Hosts:
     """Calls to the hosts' processes; every wait also checks that they still run."""
 
     def __init__(self, processes: HostProcesses, timeout: float, progress: bool):
-        from ...rpc.auth import Credentials
-
         self.processes, self.progress = processes, progress
         self.num = len(processes.addresses)
         self.conns = Connections(processes.addresses, timeout, Credentials(processes.secret.encode(),
@@ -109,13 +108,12 @@ def partition_cluster(input_path: str | Path, graph_name: str, num_parts: int, o
     source = from_chunked(local_in, every_edge_file=False)
     num_parts, node_names, node_meta, edge_names, edge_meta = check_request(source, graph_name, num_parts,
                                                                             part_method)
-    check_nodes(source.num_nodes())
     out.mkdir(parents=True, exist_ok=True)
     check_out(out, graph_name, overwrite)
     processes = HostProcesses(machines, str(work), ssh, encrypt)
-    processes.start()
     hosts = run = None
     try:
+        processes.start()
         hosts = _Hosts(processes, timeout, progress)
         run = _Run(hosts, source, num_parts, out, graph_name)
         opened = hosts.each(P.OPEN, input=str(input_path), out=str(out_path), graph_name=graph_name,
@@ -206,6 +204,7 @@ class _Run:
         """How the partitioner's ParHIP file is written here from the hosts' pieces of each row bucket."""
 
         def write(path: Path, bounds: np.ndarray, max_entries: int) -> None:
+            check_nodes(self.n)
             self.hosts.long(P.ADJACENCY, "undirected graph", self.m, [bounds])
 
             def bucket(b: int) -> dict[str, np.ndarray]:
