@@ -45,11 +45,12 @@ class _Task:
 
 
 def _answer(target, header: dict, arrays) -> tuple[dict, list]:
-    """The reply to one operation: its values, or one line saying why it failed."""
+    """The reply to one operation: its values, or one line saying why it failed (an operation out
+    of order, whose state is not there yet, fails too rather than ending the process)."""
     try:
         values, out = target(header, arrays)
         return {"ok": True, **values}, out
-    except (DistGraphError, OSError, KeyError, ValueError, IndexError) as exc:
+    except (DistGraphError, OSError, KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
         kind = "input" if isinstance(exc, DistGraphError) else "error"
         text = str(exc) if isinstance(exc, DistGraphError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, DistGraphError):

@@ -56,9 +56,9 @@ class Buckets:
     def read(self, bucket: int, columns: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
         """A bucket's columns (all, or those named), in the order they were appended (after `finish`);
         a bucket that got no rows reads as empty columns."""
-        empty = not self.sizes[bucket]
-        return {k: np.zeros(0, dtype=self.dtypes[k]) if empty else np.fromfile(self._path(bucket, k), dtype=self.dtypes[k])
-                for k in columns or self.dtypes}
+        if not self.sizes[bucket]:
+            return {k: np.zeros(0, dtype=self.dtypes[k]) for k in columns or self.dtypes}
+        return {k: np.fromfile(self._path(bucket, k), dtype=self.dtypes[k]) for k in columns or self.dtypes}
 
     def finish(self) -> None:
         """Flush and close the append handles (reading may start)."""
