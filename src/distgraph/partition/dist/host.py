@@ -59,8 +59,13 @@ def _answer(target, header: dict, arrays) -> tuple[dict, list]:
 
 
 def peak_rss() -> int:
-    """This process's peak resident memory so far, in bytes."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """This process's peak resident memory so far, in bytes: its address space's high-water mark
+    (getrusage's would count the image of the process it was forked from, before its exec)."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) * 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def serve(env: PartitionWorkerEnv, work: HostWork) -> None:
