@@ -1,11 +1,14 @@
 """The distributed partitioner on loopback (three hosts of an ip_config on this machine, started
 without ssh): the files it writes are partition_stream's, byte for byte, for the same
 assignment (random, and KaMinPar on the ParHIP file assembled from the hosts' pieces); the
-edges travel between the hosts over the authenticated transport; a failing host leaves no
-config and no partition file behind."""
+edges travel between the hosts over the authenticated transport (edge data read by the host
+writing them); a failing host leaves no config and no partition file behind."""
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 from partition_files import chunked_copy, same_partitions
 
@@ -33,7 +36,17 @@ def chunked(request, tmp_path_factory):
         g = generate_sbm(3000, 30000, num_classes=6, feat_dim=8, seed=1)
     else:
         g = generate_mag(1200, 900, 40, 80, num_classes=5, feat_dim=8, seed=2)
-    return chunked_copy(g, tmp_path_factory.mktemp(request.param) / "g", edge_chunks=4).parent
+    root = chunked_copy(g, tmp_path_factory.mktemp(request.param) / "g", edge_chunks=4).parent
+    # edge data of the first edge type, in 2 chunks: the writing hosts read their edges' rows
+    meta = json.loads((root / "metadata.json").read_text())
+    key = meta["edge_type"][0]
+    weight = np.random.default_rng(0).random((sum(meta["num_edges_per_chunk"][0]), 2), dtype=np.float32)
+    half = len(weight) // 2
+    np.save(root / "w0.npy", weight[:half])
+    np.save(root / "w1.npy", weight[half:])
+    meta["edge_data"] = {key: {"w": {"format": {"name": "numpy"}, "data": ["w0.npy", "w1.npy"]}}}
+    (root / "metadata.json").write_text(json.dumps(meta))
+    return root
 
 
 def test_hosts_write_what_partition_stream_writes(chunked, ip_config, tmp_path):
@@ -45,6 +58,7 @@ def test_hosts_write_what_partition_stream_writes(chunked, ip_config, tmp_path):
     assert stats.part_train == single.part_train and sum(stats.part_train) > 0
     part = load_partition(tmp_path / "dist" / "g.json", 2)
     assert part.num_inner_nodes == stats.part_nodes[2]
+    assert any(p.name.endswith(".w.npy") for p in (tmp_path / "dist" / "part2").iterdir())
 
 
 def test_kaminpar_runs_on_the_graph_assembled_from_the_hosts_pieces(ip_config, tmp_path):
