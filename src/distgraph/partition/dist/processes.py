@@ -39,12 +39,14 @@ class HostProcesses:
         specs = [ProcessSpec(m, ROLE, 0, spec.ip, local[m], command,
                              {**common, E.MACHINE_ID: str(m), E.LISTEN: f"{spec.ip} {spec.port}"})
                  for m, spec in enumerate(machines)]
+        self.started = False
         self.job = Job(Plan(specs, machines, local, session, workspace, {"part_config": None}, ssh), ssh)
 
     def start(self) -> None:
         error = self.job.start()
         if error is not None:
             raise PartitionError(f"{error}; nothing was partitioned")
+        self.started = True
 
     def check(self) -> None:
         """Raise if a host's process ended or its host was lost (while the coordinator waits on it)."""
@@ -59,8 +61,8 @@ class HostProcesses:
 
     def stop(self) -> None:
         """Let the processes end by themselves (told to exit or abort, they clean up first), then
-        stop whatever still runs."""
-        deadline = time.monotonic() + END_SECONDS
+        stop whatever still runs (at once when they never started)."""
+        deadline = time.monotonic() + (END_SECONDS if self.started else 0)
         while time.monotonic() < deadline and any(c is None for c in self.job.exit_codes().values()):
             time.sleep(0.05)
         self.job.stop()
