@@ -1,5 +1,6 @@
 """One trainer of the scale benchmark (started by `distgraph launch` from benchmarks/scale.py):
-seeds/s of its loader alone, then GraphSAGE training steps ([10, 25], batch 1000, DDP), then its
+seeds/s of its loader alone (the first pass, when the partitions' pages may still be on disk),
+then GraphSAGE training steps ([10, 25], batch 1000, DDP), then seeds/s again (warm), then its
 own peak RSS. Prints one `RESULT key=value ...` line.
 
     distgraph launch ... "python benchmarks/scale_train.py --graph_name g --steps 200 --num_classes 172"
@@ -51,10 +52,11 @@ def main() -> None:
             if steps == args.steps:
                 break
     train_seconds = time.perf_counter() - start
+    warm_seeds, _, _, warm_seconds = time_loader(loader, args.steps)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(f"RESULT rank={tdist.get_rank()} ready={ready:.3f} seeds={seeds} edges={edges} "
           f"sample_seconds={sample_seconds:.3f} steps={steps} train_seconds={train_seconds:.3f} "
-          f"loss={loss.item():.4f} peak_rss={peak}", flush=True)
+          f"warm_seeds={warm_seeds} warm_seconds={warm_seconds:.3f} loss={loss.item():.4f} peak_rss={peak}", flush=True)
     dg.barrier()
     tdist.destroy_process_group()
 
