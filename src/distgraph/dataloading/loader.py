@@ -23,6 +23,7 @@ from .collate import EdgeCollator, NodeCollator
 from .edge_prediction import EdgePredictionSampler
 from ..sampling.neighbor import homogeneous_ids, type_map
 from .neighbor_sampler import NeighborSampler, typed_batch
+from .prefetch import batch_threads, made_ahead
 from .workers import SamplerPool
 
 
@@ -57,12 +58,20 @@ class _SeedLoader:
             for batch in pool.run(*self.collator.spec(), batches, rng_seeds, type_map(self.collator.g)):
                 yield self.present(batch)
             return
-        for seeds, rng_seed in zip(batches, rng_seeds):
-            yield self.present(self.collator.collate(seeds, torch.Generator().manual_seed(rng_seed)))
+        def collate(job: tuple[torch.Tensor, int]):
+            return self.collator.collate(job[0], torch.Generator().manual_seed(job[1]))
+
+        threads = self._batch_threads()
+        for batch in made_ahead(collate, zip(batches, rng_seeds), threads, 2 * threads):
+            yield self.present(batch)
 
     def present(self, batch: tuple) -> tuple:
         """A mini-batch as the user sees it (DGL's typed form on a heterogeneous graph)."""
         return typed_batch(batch, type_map(self.collator.g))
+
+    def _batch_threads(self) -> int:
+        """Threads that make this loader's batches ahead of the caller (`prefetch`)."""
+        return batch_threads(self.collator.runs_user_code)
 
     def _sampler_pool(self) -> SamplerPool | None:
         """The trainer's sampler processes, or None to sample in this process (standalone,
@@ -157,3 +166,6 @@ class DistDataLoader(_SeedLoader):
         super().__init__(_CollateFn(collate_fn), dataset, batch_size, shuffle, drop_last, None)
 
     present = staticmethod(lambda batch: batch)  # whatever collate_fn made
+
+    def _batch_threads(self) -> int:
+        return 0  # the user's collate_fn runs in the calling thread, when a batch is asked for

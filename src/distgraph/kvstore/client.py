@@ -426,7 +426,8 @@ class KVClient:
     def overlap(self, requests: Sequence[tuple[int, dict, list[torch.Tensor]]],
                 local: Callable[[], object]) -> tuple[object, list]:
         """Send each (machine, header, arrays) to one of that machine's servers (spread over
-        them in turn), run `local()` while the replies are on their way, then gather them."""
+        them in turn), run `local()` while the replies are on their way, then gather them.
+        `local()` runs outside the client's lock, so other threads' requests go on meanwhile."""
         with self._guard():
             self.flush()
             reqs = []
@@ -435,7 +436,8 @@ class KVClient:
                 reqs.append(Request(self.leaders[machine] + self._turn % self.servers_per_machine[machine],
                                     header, arrays))
             batch = self.channel.start(reqs)
-            result = local()
+        result = local()
+        with self._guard():
             return result, self.channel.wait(batch)
 
     def close(self) -> None:
@@ -454,10 +456,11 @@ class PendingPull:
     skip: int  # replies to requests sent before the pull's (the outbox's pushes)
 
     def result(self) -> list[torch.Tensor]:
+        self.client._guard()  # refuses a client of another process
+        for plan in self.plans:  # outside the lock: other threads' requests go on meanwhile
+            plan.h.check_mapped(m for m, _, _ in plan.spans_shm)
+            plan.copy_mapped()
         with self.client._guard():
-            for plan in self.plans:
-                plan.h.check_mapped(m for m, _, _ in plan.spans_shm)
-                plan.copy_mapped()
             replies = iter(self.client.channel.wait(self.batch)[self.skip:] if self.batch is not None else ())
         return [plan.finish([next(replies) for _ in plan.spans]) for plan in self.plans]
 
