@@ -3,15 +3,40 @@ time, loopback ip_configs on free ports."""
 
 from __future__ import annotations
 
+import os
+import statistics
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from distgraph.cluster.hosts import free_ports
 
 
 def report(key: str, value) -> None:
     print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}", flush=True)
+
+
+def report_load(when: str) -> float:
+    """Print the 1-, 5- and 15-minute load averages (`load_<when>: ...`); returns the 1-minute one.
+    Figures are taken on an idle machine: a 1-minute load well above 1 means others ran too."""
+    loads = os.getloadavg()
+    report(f"load_{when}", " ".join(f"{x:.2f}" for x in loads))
+    return loads[0]
+
+
+def report_ratio(key: str, ours: Sequence[float], limit: Sequence[float], target: float | None = None,
+                 at_most: bool = False) -> float:
+    """Print each round's figures and the ratio of the medians (`key_ratio`), scored against `target`
+    (at least, or with `at_most` at most); returns the ratio."""
+    runs = lambda xs: " ".join(f"{x:.4g}" for x in xs)  # noqa: E731
+    report(f"{key}_ours_runs", runs(ours))
+    report(f"{key}_limit_runs", runs(limit))
+    ratio = statistics.median(ours) / statistics.median(limit)
+    report(f"{key}_ratio", ratio)
+    if target is not None:
+        met = ratio <= target if at_most else ratio >= target
+        report(f"{key}_target_{'le' if at_most else 'ge'}_{target}", "met" if met else "missed")
+    return ratio
 
 
 def rate(fn: Callable[[], object], n: int, seconds: float) -> float:

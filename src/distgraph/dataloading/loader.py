@@ -48,22 +48,28 @@ class _SeedLoader:
         n = self.seeds.numel()
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-    def __iter__(self) -> Iterator:
+    def epoch_plan(self) -> list[tuple[torch.Tensor, int]]:
+        """What the next epoch samples: each batch's seeds and the seed of its random draws (so
+        where a batch is sampled does not matter). Iterating the loader takes the same draws."""
         order = self.seeds[torch.randperm(self.seeds.numel(), generator=self.generator)] if self.shuffle else self.seeds
         batches = [order[i * self.batch_size:(i + 1) * self.batch_size] for i in range(len(self))]
-        # one seed per batch for its random draws, so where it is sampled does not matter
-        rng_seeds = torch.randint(0, MAX_SEED, (len(batches),), generator=self.generator).tolist()
+        return list(zip(batches, torch.randint(0, MAX_SEED, (len(batches),), generator=self.generator).tolist()))
+
+    def __iter__(self) -> Iterator:
+        plan = self.epoch_plan()
+        batches, rng_seeds = [b for b, _ in plan], [r for _, r in plan]
         pool = self._sampler_pool()
         if pool is not None:
             for batch in pool.run(*self.collator.spec(), batches, rng_seeds, type_map(self.collator.g)):
                 yield self.present(batch)
             return
-        def collate(job: tuple[torch.Tensor, int]):
-            return self.collator.collate(job[0], torch.Generator().manual_seed(job[1]))
-
         threads = self._batch_threads()
-        for batch in made_ahead(collate, zip(batches, rng_seeds), threads, 2 * threads):
+        for batch in made_ahead(self.collate, plan, threads, 2 * threads):
             yield self.present(batch)
+
+    def collate(self, job: tuple[torch.Tensor, int]):
+        """The mini-batch of one (seeds, seed of its draws) of `epoch_plan`, made in this thread."""
+        return self.collator.collate(job[0], torch.Generator().manual_seed(job[1]))
 
     def present(self, batch: tuple) -> tuple:
         """A mini-batch as the user sees it (DGL's typed form on a heterogeneous graph)."""

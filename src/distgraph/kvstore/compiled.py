@@ -122,6 +122,17 @@ def gather(src, rows, out):
             out[i, d] = src[r, d]
 
 
+@numba.njit(nogil=True, cache=True)
+def gather_at(src, rows, positions, out):
+    n = rows.shape[0]
+    for i in range(n):
+        if i + AHEAD < n:
+            _prefetch_row(src, rows[i + AHEAD])
+        r, p = rows[i], positions[i]
+        for d in range(src.shape[1]):
+            out[p, d] = src[r, d]
+
+
 _thread = threading.local()  # numba's thread count is per calling thread
 
 
