@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := demo-out
 
-.PHONY: demo demo-rgcn test test-fast test-cluster clean
+.PHONY: demo demo-rgcn test test-fast test-cluster bench bench-page clean
 
 $(STAMP): pyproject.toml setup.py $(wildcard src/distgraph/native/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,10 +42,21 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q tests --ignore=tests/cluster --ignore=tests/runtime -m "not multiprocess"
 
-# 3 test hosts on this machine (network and mount namespaces, an sshd each): needs root.
+# 3 test hosts on this machine (network and mount namespaces, an sshd and a slurmd each): needs root.
 test-cluster: $(STAMP)
-	@test -x /usr/sbin/sshd -a -x /usr/sbin/nft || test "$$(id -u)" != 0 || apt-get install -y -q openssh-server nftables > /dev/null
+	@test -x /usr/sbin/sshd -a -x /usr/sbin/nft -a -x /usr/sbin/slurmd -a -x /usr/sbin/slurmctld || test "$$(id -u)" != 0 || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssh-server nftables slurmd slurmctld slurm-client > /dev/null
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -rs tests/cluster
+
+# the benchmarks (long; not part of `make test`): bench-out/<name>.json and plots, then
+# docs/benchmarks.md from them; BENCH="partition kvstore" runs only those
+bench: $(STAMP)
+	$(PY) benchmarks/run.py $(BENCH)
+	$(PY) benchmarks/page.py
+
+# docs/benchmarks.md and the plots from the recorded figures (benchmarks/results/*.json) alone
+bench-page: $(STAMP)
+	$(PY) benchmarks/page.py
 
 clean:
 	rm -rf $(DEMO)

@@ -6,6 +6,11 @@ prefetching row gather in one process (`kernels.gather_rows`, a stricter bound: 
 `index_select` here), and the loopback transport (a zmq server returning a ready buffer of
 the same size: the ceiling of any pull over the wire).
 
+Each trainer first times its first calls on fresh servers beside the calls that follow
+(`first_*_ms` / `later_*_ms`, the median of 5): a server's first Adagrad and Adam pushes and
+first pull through it (wire trainer), and the first read of 10k mapped rows (host trainer), so
+a one-off cost (loading or compiling a kernel) shows.
+
 The other machine's rows are measured twice, by two trainer processes of machine 0:
 `remote_wire_*` with DISTGRAPH_HOST_SHM=0 (every row travels over loopback TCP, as it would
 between hosts) and `remote_*` as launched (the two machines share this host, so the
@@ -25,9 +30,11 @@ import multiprocessing
 import os
 import platform
 import secrets
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -104,8 +111,38 @@ def start_servers(work: Path, rows_per_machine: int, session: str) -> tuple[list
     return procs, env
 
 
-def kvstore_rates(rows_per_machine: int, seconds: float, wire: bool) -> dict[str, dict[int, float]]:
-    """Run as the trainer of machine 0 (the environment says so): local and remote rates."""
+def first_and_later(fn, times: int = 5) -> tuple[float, float]:
+    """Milliseconds of the first call of `fn` and the median of the `times` calls after it."""
+    def once() -> float:
+        start = time.perf_counter()
+        fn()
+        return (time.perf_counter() - start) * 1e3
+
+    first = once()
+    return first, statistics.median(once() for _ in range(times))
+
+
+def first_calls(dist, client, rows: int, lo: int, hi: int, wire: bool) -> dict[str, float]:
+    """First and later times (ms) of 10k-row calls on rows [lo, hi) of new `rows`-row tensors:
+    through the server of those rows (`wire`: Adagrad and Adam pushes, pulls), or read from
+    shared memory."""
+    gen = torch.Generator().manual_seed(1)
+    unique = (lo + torch.randperm(hi - lo, generator=gen)[:10_000]).sort().values
+    grads = torch.randn(10_000, DIM, generator=gen) * 1e-3
+    out = {}
+    if wire:
+        for kind, spec in (("adagrad", {"kind": "adagrad", "lr": 0.01, "eps": 1e-10}),
+                           ("adam", {"kind": "adam", "lr": 0.01, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8})):
+            t = dist.DistTensor((rows, DIM), torch.float32, f"first_{kind}", part_policy="node~_N", persistent=True)
+            out[f"push_{kind}"] = first_and_later(lambda: (t.push_rows(unique, grads, spec), client.flush()))
+    t = dist.DistTensor((rows, DIM), torch.float32, "first_pull", part_policy="node~_N", persistent=True)
+    out["pull" if wire else "local_pull"] = first_and_later(lambda: t[unique])
+    return {f"{when}_{key}_10k_ms": v for key, pair in out.items() for when, v in zip(("first", "later"), pair)}
+
+
+def kvstore_rates(rows_per_machine: int, seconds: float, wire: bool) -> dict[str, dict]:
+    """Run as the trainer of machine 0 (the environment says so): first-call times (under
+    "first"), then local and remote rates."""
     import distgraph.distributed as dist
     from distgraph.optim.sparse import coalesce
 
@@ -113,6 +150,7 @@ def kvstore_rates(rows_per_machine: int, seconds: float, wire: bool) -> dict[str
     ctx = dist.get_context()
     client = ctx.client
     n = 2 * rows_per_machine
+    first = first_calls(dist, client, n, *ctx.book.node_range(1 if wire else 0, "_N"), wire)
     t = dist.DistTensor((n, DIM), torch.float32, "bench", init_func=dist.Uniform(-1, 1), part_policy="node~_N",
                         persistent=True)
     remote = "remote_wire" if wire else "remote"
@@ -136,7 +174,7 @@ def kvstore_rates(rows_per_machine: int, seconds: float, wire: bool) -> dict[str
     if not wire:
         dist.shutdown_servers()  # the last trainer
     dist.exit_client()
-    return out
+    return {**out, "first": first}
 
 
 def run_trainer(env: dict[str, str], args: argparse.Namespace, wire: bool) -> dict[str, dict[int, float]]:
@@ -148,7 +186,10 @@ def run_trainer(env: dict[str, str], args: argparse.Namespace, wire: bool) -> di
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"trainer ({'wire' if wire else 'host'}) failed:\n{proc.stderr}")
-    return {k: {int(n): v for n, v in by.items()} for k, by in json.loads(proc.stdout.splitlines()[-1]).items()}
+    results = json.loads(proc.stdout.splitlines()[-1])
+    for key, ms in results.pop("first").items():
+        report(key, ms)
+    return {k: {int(n): v for n, v in by.items()} for k, by in results.items()}
 
 
 def main() -> int:

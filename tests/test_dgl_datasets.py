@@ -102,7 +102,7 @@ def test_ogb_mag_as_a_heterograph_with_dicts_by_type(tmp_path):
     assert set(labels) == {"paper"} and labels["paper"].dtype == torch.int64
     assert labels["paper"][:, 0].tolist() == truth["labels"].tolist()
     assert data.get_idx_split()["train"]["paper"].tolist() == [0, 1, 2, 3, 4, 5]
-    assert set(graph.nodes["paper"].data) == {"feat"} and graph.num_nodes("author") == 7
+    assert set(graph.nodes["paper"].data) == {"feat", "year"} and graph.num_nodes("author") == 7
 
 
 def test_ogb_dataset_absent_names_the_files_it_needs(tmp_path):

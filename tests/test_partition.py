@@ -11,6 +11,9 @@ import torch
 
 from distgraph.data import load_edgelist
 from distgraph.graph import Graph
+from distgraph.cli.main import main
+from distgraph.data import save_npz
+from distgraph.errors import PartitionError
 from distgraph.partition import load_partition, load_partition_book, partition_graph, split_categories
 
 
@@ -256,10 +259,10 @@ def test_string_ids_are_mapped_and_the_names_written_beside_the_partitions(tmp_p
 
 
 def test_stats_describe_the_partitioning(tmp_path, sbm):
-    stats = partition_graph(sbm, "g", 2, tmp_path)
+    stats = partition_graph(sbm, "g", 2, tmp_path / "metis")
     assert sum(stats.part_nodes) == sbm.num_nodes() and sum(stats.part_edges) == sbm.num_edges()
     assert 0 < stats.edge_cut < 0.5 and 0 < stats.halo_fraction < 1
-    random_stats = partition_graph(sbm, "r", 2, tmp_path, part_method="random")
+    random_stats = partition_graph(sbm, "r", 2, tmp_path / "random", part_method="random")
     assert random_stats.edge_cut > 1.5 * stats.edge_cut  # METIS cuts far fewer edges than random
 
 
@@ -415,8 +418,59 @@ def test_repartitioning_a_folder_replaces_the_earlier_partitioning(tmp_path, sbm
     partition_graph(sbm, "g", 3, tmp_path, num_hops=2)
     assert (tmp_path / "part2" / "indices.npy").exists() and (tmp_path / "part0" / "eids.npy").exists()
     partition_graph(sbm, "g", 2, tmp_path)
-    assert not (tmp_path / "part2").exists() or not any((tmp_path / "part2").iterdir())
+    assert not (tmp_path / "part2").exists()
     assert not (tmp_path / "part0" / "eids.npy").exists()
     assert (tmp_path / "notes.txt").read_text() == "mine"
     for p in range(2):
         load_partition(tmp_path / "g.json", p)
+
+
+def folder_bytes(folder) -> dict:
+    return {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
+
+
+def test_another_graphs_partition_in_the_folder_is_kept_unless_overwrite_is_asked(tmp_path, sbm, mag, capsys):
+    """A second graph into the same folder is refused, naming the graph there, its files
+    untouched; a JSON that is no partition config does not count; --overwrite replaces it,
+    its config and its stale third part folder gone."""
+    out = tmp_path / "parts"
+    partition_graph(sbm, "first", 3, out, part_method="random")
+    (out / "settings.json").write_text("{}")
+    before = folder_bytes(out)
+    with pytest.raises(PartitionError, match=r"holds the partition of graph 'first' .*--overwrite"):
+        partition_graph(mag, "second", 2, out, part_method="random")
+    argv = ["partition", "--input", str(tmp_path / "mag.npz"), "--graph_name", "second", "--num_parts", "2",
+            "--part_method", "random", "--out", str(out)]
+    save_npz(mag, tmp_path / "mag.npz")
+    assert main(argv) == 2
+    assert "graph 'first'" in capsys.readouterr().err
+    assert folder_bytes(out) == before
+    assert load_partition(out / "first.json", 2).num_inner_nodes > 0
+    assert main(argv + ["--overwrite"]) == 0
+    assert sorted(f.name for f in out.glob("*.json")) == ["second-report.json", "second.json", "settings.json"]
+    assert not (out / "first-report.png").exists() and not (out / "part2").exists() and not any(out.glob("mapping/*_N*"))
+    book = load_partition_book(out / "second.json")
+    assert book.num_nodes("paper") == mag.num_nodes("paper")
+
+
+def test_a_partitioning_that_dies_while_writing_leaves_no_config_to_load(tmp_path, sbm, monkeypatch):
+    """The earlier config goes before any file is replaced and the new one is written last, so
+    a run killed midway leaves nothing a later load would take for a partition; the next run
+    writes a whole one."""
+    from distgraph.partition import writer
+
+    partition_graph(sbm, "g", 2, tmp_path, part_method="random")
+
+    def dies(self, p):
+        self._save(f"part{p}/indptr.npy", np.zeros(3, dtype=np.int64))  # half a partition on disk
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(writer._PartWriter, "write_edges", dies)
+        with pytest.raises(KeyboardInterrupt):
+            partition_graph(sbm, "g", 2, tmp_path, part_method="random")
+    assert not list(tmp_path.glob("*.json")) and not list(tmp_path.glob(".*"))
+    with pytest.raises(PartitionError, match="does not exist"):
+        load_partition(tmp_path / "g.json", 0)
+    partition_graph(sbm, "g", 2, tmp_path, part_method="random")
+    assert load_partition(tmp_path / "g.json", 0).indptr.numel() > 3

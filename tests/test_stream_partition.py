@@ -227,3 +227,19 @@ def test_ogb_binary_layout_partitions_as_the_graph_it_holds(tmp_path, compressed
     _same_partitions(tmp_path / "memory", tmp_path / "stream")
     assert (tmp_path / "papers" / UNPACKED).is_dir() == compressed  # compressed members inflated once, beside
 
+
+
+def test_string_ids_of_an_edge_list_are_kept_as_partition_graph_keeps_them(tmp_path):
+    from distgraph.data import load_edgelist
+
+    rng = np.random.default_rng(0)
+    names = np.array([f"user-{i:04d}" for i in range(300)])
+    lines = [f"{names[a]}\t{names[b]}" for a, b in rng.integers(0, 300, (2000, 2))]
+    (tmp_path / "edges.tsv").write_text("\n".join(lines) + "\n")
+    g = load_edgelist(tmp_path / "edges.tsv", tensors=False)
+    assert g.node_names is not None
+    save_npz(g, tmp_path / "g.npz")
+    partition_graph(g, "g", 2, tmp_path / "memory", part_method="random", seed=1)
+    partition_stream(from_npz(tmp_path / "g.npz"), "g", 2, tmp_path / "stream", part_method="random", seed=1)
+    _same_partitions(tmp_path / "memory", tmp_path / "stream")
+    assert (tmp_path / "stream" / "mapping" / "node_names.npy").is_file()

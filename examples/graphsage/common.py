@@ -33,6 +33,8 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--checkpoint_interval", type=int, default=1, help="epochs between checkpoints")
     ap.add_argument("--resume", action="store_true",
                     help="continue from the newest complete checkpoint in --checkpoint_dir (from scratch if none)")
+    ap.add_argument("--log_dir", help="write each epoch's metrics as TensorBoard event files and JSON lines "
+                                      "(LOG_DIR/trainer-<rank>/)")
 
 
 NEGATIVE_LIST = re.compile(r"^-\d+(,-?\d+)*$")

@@ -1,5 +1,11 @@
 """Node classification with GraphSAGE on a partitioned graph (DistDGL's train_dist.py, for distgraph).
 
+With --save_embeddings DIR / --save_predictions DIR, a layer-wise full-graph inference after
+training (every trainer its share of all nodes, each layer's output in a DistTensor) writes
+every node's hidden representation (the last layer's input) / predicted class and class
+probabilities into DIR, one part per trainer keyed by the input's node ids
+(`distgraph.load_results(DIR)` joins them); the accuracy of those predictions is printed.
+
 Standalone (one process, a 1-part partition):
     python train_dist.py --graph_name sbm --part_config parts1/sbm.json
 On a cluster (every trainer runs this; DDP over gloo):
@@ -33,9 +39,45 @@ def evaluate(model, g, nids, sampler, batch_size: int) -> tuple[int, int]:
     return correct, total
 
 
+def inference(model: dg.nn.GraphSAGE, g, batch_size: int) -> list:
+    """Every node's output of every layer (DGL's layer-wise `SAGE.inference`, full neighbourhoods)."""
+    model.eval()
+    last = len(model.layers) - 1
+    layers = [lambda block, h, conv=conv, i=i: conv(block, h) if i == last else F.relu(conv(block, h))
+              for i, conv in enumerate(model.layers)]
+    widths = [conv.fc_self.out_features for conv in model.layers]
+    return dg.layerwise_inference(g, layers, lambda ids: g.ndata["feat"][ids], widths, batch_size)
+
+
+def save_results(args: argparse.Namespace, model: dg.nn.GraphSAGE, g, nids: dict, distributed: bool,
+                 rank: int) -> None:
+    """Full-graph inference; the accuracy of its predictions, then the files asked for."""
+    outputs = inference(model, g, args.batch_size_eval)
+    logits = outputs[-1]
+    counts = []
+    for split in ("val", "test"):
+        pred = logits[nids[split]].argmax(1)
+        counts += [int((pred == g.ndata["label"][nids[split]]).sum()), nids[split].numel()]
+    val_ok, val_n, test_ok, test_n = (int(c) for c in all_sum(counts, distributed))
+    if rank == 0:
+        print(f"full-graph inference: val acc {val_ok / max(val_n, 1):.4f}, test acc {test_ok / max(test_n, 1):.4f} "
+              f"({test_ok}/{test_n} test nodes)", flush=True)
+    if args.save_embeddings:
+        rows = dg.save_embeddings(args.save_embeddings, g, outputs[-2] if len(outputs) > 1 else logits)
+        print(f"trainer {rank}: embeddings of {rows} nodes -> {args.save_embeddings}", flush=True)
+    if args.save_predictions:
+        rows = dg.save_predictions(args.save_predictions, g, logits)
+        print(f"trainer {rank}: predictions of {rows} nodes -> {args.save_predictions}", flush=True)
+    g.barrier()  # every trainer has read the layers' tensors before they go
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(ap)
+    ap.add_argument("--save_embeddings", metavar="DIR", help="write every node's embedding (the last layer's input) "
+                                                             "into DIR after training, in the input's node ids")
+    ap.add_argument("--save_predictions", metavar="DIR", help="write every node's predicted class and class "
+                                                              "probabilities into DIR after training")
     args = parse(ap)
     g, distributed, rank = start(args)
     book = g.get_partition_book()
@@ -58,17 +100,28 @@ def main() -> None:
         correct, total = all_sum(list(evaluate(model, g, nids, eval_sampler, args.batch_size_eval)), distributed)
         return correct / max(total, 1)
 
+    log = dg.metrics.MetricsLog(args.log_dir, rank) if args.log_dir else None
     for epoch in range(checkpoints.start_epoch(), args.num_epochs):
-        begin = time.perf_counter()
+        begin, pulled = time.perf_counter(), dg.metrics.remote_rows()
+        loss_sum = correct = seeds = 0
         bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False, mininterval=1)
         for inputs, outputs, blocks in bar:
-            loss = F.cross_entropy(model(blocks, g.ndata["feat"][inputs]), g.ndata["label"][outputs])
+            logits, labels = model(blocks, g.ndata["feat"][inputs]), g.ndata["label"][outputs]
+            loss = F.cross_entropy(logits, labels)
             opt.zero_grad()
             loss.backward()
             opt.step()
             bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+            loss_sum += loss.item() * labels.numel()
+            correct += int((logits.argmax(1) == labels).sum())
+            seeds += labels.numel()
         seconds = time.perf_counter() - begin
         val = accuracy(val_nid)
+        if log:
+            log.log(epoch, loss=loss_sum / max(seeds, 1), **{"accuracy/train": correct / max(seeds, 1),
+                                                              "accuracy/val": val}, seeds_per_s=seeds / seconds,
+                    remote_rows=dg.metrics.remote_rows() - pulled, epoch_seconds=seconds)
+            log.flush()
         best = checkpoints.extra.get("best")
         if best is None or val > best["val"]:  # the test accuracy reported is the one at the best validation epoch
             best = checkpoints.extra["best"] = {"epoch": epoch, "val": val, "test": accuracy(test_nid)}
@@ -76,10 +129,15 @@ def main() -> None:
             print(f"epoch {epoch}: {len(loader)} steps in {seconds:.2f} s, loss {loss.item():.3f}, "
                   f"val acc {val:.4f}", flush=True)
         checkpoints.end_epoch(epoch, epoch == args.num_epochs - 1)
+    if log:
+        log.close()
     best = checkpoints.extra.get("best") or {"epoch": -1, "val": 0.0, "test": accuracy(test_nid)}
     if rank == 0:
         print(f"best val acc {best['val']:.4f} at epoch {best['epoch']}; test acc {best['test']:.4f} "
               f"({test_nid.numel()} test nodes on trainer 0); model digest {digest(model)}", flush=True)
+    if args.save_embeddings or args.save_predictions:
+        save_results(args, model.module if distributed else model, g, {"val": val_nid, "test": test_nid},
+                     distributed, rank)
     finish(distributed)
 
 

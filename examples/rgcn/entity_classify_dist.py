@@ -13,6 +13,11 @@ batch is made). Validation and test predictions go into a persistent DistTensor,
 0 reports the accuracy over all of them. `--checkpoint-dir` saves every `--checkpoint-interval`
 epochs (the model, both optimizers, the sparse embeddings with their SparseAdam state, the
 random state and the best epoch so far); `--resume` continues from the newest.
+`--save-embeddings DIR` / `--save-predictions DIR` run a layer-wise full-graph inference after
+training (every trainer its share of every type's nodes, each layer's output in DistTensors)
+and write the `--category` nodes' last hidden layer / predicted class and class probabilities
+into DIR, one part per trainer keyed by the input's per-type node ids
+(`distgraph.load_results(DIR)` joins them); the accuracy of those predictions is printed.
 
 Standalone (a 1-part partition):
     python entity_classify_dist.py --graph-name mag --dataset mag --conf-path parts1/mag.json --standalone
@@ -82,6 +87,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--checkpoint-interval", type=int, default=1, help="epochs between checkpoints")
     add("--resume", action="store_true",
         help="continue from the newest complete checkpoint in --checkpoint-dir (from scratch if none)")
+    add("--log-dir", help="write each epoch's metrics as TensorBoard event files and JSON lines "
+                          "(LOG_DIR/trainer-<rank>/)")
+    add("--save-embeddings", metavar="DIR", help="write the category's embeddings (last hidden layer) into DIR")
+    add("--save-predictions", metavar="DIR", help="write the category's predicted classes and probabilities into DIR")
     for flag in ("--low-mem", "--dgl-sparse", "--relabel"):
         add(flag, action="store_true", help="accepted for DGL's command lines")
     for flag in ("--num-workers", "--num-servers", "--id", "--local-rank"):
@@ -178,6 +187,44 @@ def evaluate(g, net, loader, results, category: str) -> None:
     net.train()
 
 
+def inference(g, net: Net, batch_size: int) -> list:
+    """Every layer's output for every node (the last layer's for the category only)."""
+    net.eval()
+
+    def conv(layer):
+        return lambda block, h: block.dst_per_type(layer(block, block.src_homogeneous(h), norm=relation_norm(block)))
+
+    layers = net.model.layers
+    return dgl.layerwise_inference(g, [conv(layer) for layer in layers], lambda ids: net.embed(ids, {}),
+                                   [layer.out_feat for layer in layers], batch_size, last_ntypes=[net.category])
+
+
+def save_results(args, g, net: Net, split: dict, labels: th.Tensor, rank: int) -> None:
+    """Full-graph inference; the accuracy of its predictions, then the files asked for."""
+    category = net.category
+    outputs = inference(g, net, args.eval_batch_size)
+    logits = outputs[-1][category]
+    counts = []
+    for name in ("val_mask", "test_mask"):
+        ids = split[name]
+        counts += [int((logits[ids].argmax(1) == labels[ids]).sum()), ids.numel()]
+    counts = th.tensor(counts)
+    if not args.standalone:
+        th.distributed.all_reduce(counts)
+    val_ok, val_n, test_ok, test_n = counts.tolist()
+    if rank == 0:
+        print(f"full-graph inference: Val Acc {val_ok / max(val_n, 1):.4f}, Test Acc {test_ok / max(test_n, 1):.4f} "
+              f"({test_ok}/{test_n} test {category} nodes)", flush=True)
+    if args.save_embeddings:
+        emb = outputs[-2][category] if len(outputs) > 1 else logits
+        rows = dgl.save_embeddings(args.save_embeddings, g, emb, ntype=category)
+        print(f"trainer {rank}: embeddings of {rows} {category} nodes -> {args.save_embeddings}", flush=True)
+    if args.save_predictions:
+        rows = dgl.save_predictions(args.save_predictions, g, logits, ntype=category)
+        print(f"trainer {rank}: predictions of {rows} {category} nodes -> {args.save_predictions}", flush=True)
+    g.barrier()  # every trainer has read the layers' tensors before they go
+
+
 def main() -> None:
     args = parse_args()
     th.manual_seed(args.seed)
@@ -227,9 +274,11 @@ def main() -> None:
                                                    args.checkpoint_interval, args.resume)
     first = checkpoints.start_epoch()
     best = tuple(checkpoints.extra.get("best", (-1.0, -1.0, -1)))
+    log = dgl.metrics.MetricsLog(args.log_dir, rank) if args.log_dir else None
     for epoch in range(first, args.n_epochs):
-        tic = time.time()
+        tic, pulled = time.time(), dgl.metrics.remote_rows()
         correct = seen = 0
+        loss_sum = 0.0
         join = net.join() if not args.standalone else contextlib.nullcontext()
         with join:
             bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False, mininterval=1)
@@ -246,6 +295,7 @@ def main() -> None:
                     emb_optimizer.step()
                 correct += int((logits.argmax(1) == batch_labels).sum())
                 seen += batch_labels.numel()
+                loss_sum += loss.item() * batch_labels.numel()
                 if step % args.log_every == 0:
                     bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
         toc = time.time()
@@ -259,11 +309,19 @@ def main() -> None:
         if val_acc > best[0]:
             best = (val_acc, test_acc, epoch)
         checkpoints.extra["best"] = list(best)
+        if log:
+            log.log(epoch, loss=loss_sum / max(seen, 1), **{"accuracy/train": correct / max(seen, 1),
+                                                             "accuracy/val": val_acc, "accuracy/test": test_acc},
+                    seeds_per_s=seen / (toc - tic), remote_rows=dgl.metrics.remote_rows() - pulled,
+                    epoch_seconds=toc - tic)
+            log.flush()
         if rank == 0:
             print(f"Epoch {epoch}: {step + 1} steps in {toc - tic:.2f} s, loss {loss.item():.4f}, Train Acc "
                   f"{correct / max(seen, 1):.4f}, Val Acc {val_acc:.4f}, Test Acc {test_acc:.4f}", flush=True)
         checkpoints.end_epoch(epoch, epoch == args.n_epochs - 1)
         g.barrier()
+    if log:
+        log.close()
     with th.no_grad():
         moved = {t: float((e(ids) - before[t]).abs().mean()) for t, (e, ids) in watched.items()}
     if rank == 0:
@@ -271,6 +329,8 @@ def main() -> None:
               f"{dgl.distributed.model_digest(net)}", flush=True)
         if moved:
             print("embeddings moved: " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(moved.items())), flush=True)
+    if args.save_embeddings or args.save_predictions:
+        save_results(args, g, net.module if not args.standalone else net, split, labels, rank)
     g.barrier()
     if not args.standalone:
         th.distributed.destroy_process_group()

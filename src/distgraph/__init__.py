@@ -9,7 +9,7 @@ from .lazy import lazy_exports
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "nn": ".nn", "optim": ".optim",
+    "nn": ".nn", "optim": ".optim", "results": ".results", "metrics": ".metrics",
     **{n: f".data:{n}" for n in ("generate_mag", "generate_sbm", "load_edgelist", "load_graph", "load_npz",
                                  "save_npz")},
     **{n: f".block:{n}" for n in ("Block", "EID", "NID", "to_block")},
@@ -26,6 +26,7 @@ _EXPORTS = {
     **{n: f".partition:{n}" for n in ("Partition", "PartitionStats", "RangePartitionBook", "load_partition",
                                       "load_partition_book", "partition_graph")},
     "sample_neighbors": ".sampling:sample_neighbors",
+    **{n: f".results:{n}" for n in ("layerwise_inference", "load_results", "save_embeddings", "save_predictions")},
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

@@ -20,3 +20,12 @@ def keep_freed_memory() -> None:
         libc.mallopt(-1, (1 << 31) - 1)  # M_TRIM_THRESHOLD: keep up to 2 GB of free heap
     except (OSError, AttributeError):
         pass
+
+
+def release_freed_memory() -> None:
+    """Hand the heap's free blocks back to the kernel (glibc's malloc_trim) before a phase that
+    needs the memory elsewhere (the partitioner's KaMinPar call). No-op off glibc."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

@@ -7,9 +7,14 @@ request loop with the graph operations, and the lifeline that ends it with its l
 
 from __future__ import annotations
 
+import gc
 import os
-import socket
 import sys
+
+if __name__ == "__main__":  # a server process: no collection while torch and the rest load (a third of
+    gc.disable()            # their import time); see the end of this module
+
+import socket
 
 from .cluster.env import ROLE, ProcessEnv
 from .cluster.lifeline import watch
@@ -48,7 +53,7 @@ def serve(env: ProcessEnv) -> None:
     store = KVStore(env.machine_id, env.server_id, num_servers, PolicyTable(book),
                     SegmentNamer(env.session, cfg.graph_name, env.machine_id), creator=env.server_id == 0)
     if env.lifeline_fd is not None:
-        watch(env.lifeline_fd, env.lifeline_timeout, label, env.starter, store.remove_files)
+        watch(env.lifeline_fd, None, label, env.starter, store.remove_files)
     try:
         sock = ServerSocket(_bind_endpoint(peer.host, peer.port), env.timeouts.request, credentials, label,
                             peer.audience)
@@ -85,6 +90,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    gc.freeze()  # the modules' objects live as long as the process: later collections skip them
+    gc.enable()
     code = main()
     # the socket and shared memory are released: skip the interpreter's teardown of torch and
     # friends (about a second), so a stopped server is gone well inside the launcher's grace

@@ -180,6 +180,31 @@ def test_a_killed_launcher_leaves_nothing_on_any_host(bed, launches):
     job.nothing_left()
 
 
+def test_a_stopped_launcher_keeps_its_job_on_every_host(bed, launches):
+    """Stopped (SIGSTOP) for 30 s, the launcher sends no heartbeat: each agent asks its ssh
+    connection, which the launcher's kernel still answers, and keeps its processes; the job
+    goes on once the launcher runs, and still ends when it is killed."""
+    job = launches(f"{TRAIN} --num_epochs 1000")
+    job.wait_for("epoch 1:")
+    launcher = [p for p in job.pids() if b"cli.main" in open(f"/proc/{p}/cmdline", "rb").read()]
+    assert len(launcher) == 1
+    running = sorted(job.pids())
+    os.kill(launcher[0], signal.SIGSTOP)
+    try:
+        time.sleep(30)
+        assert sorted(job.pids()) == running, job.output[-3000:]  # every host's servers and trainers
+    finally:
+        os.kill(launcher[0], signal.SIGCONT)
+    seen = len(job.lines)
+    deadline = time.monotonic() + 120
+    while not any("epoch" in line for line in job.lines[seen:]):  # training goes on, and is relayed
+        assert time.monotonic() < deadline and job.proc.poll() is None, job.output[-3000:]
+        time.sleep(0.1)
+    assert "is gone" not in job.output
+    os.kill(launcher[0], signal.SIGKILL)
+    job.nothing_left()
+
+
 def test_a_killed_server_ends_the_job_naming_its_host(bed, launches):
     job = launches(f"{TRAIN} --num_epochs 1000")
     job.wait_for("epoch 0:")

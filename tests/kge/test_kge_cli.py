@@ -95,6 +95,14 @@ def test_every_flag_dglke_train_and_dglke_eval_take_is_accepted():
     assert (cfg.force_sync_interval, cfg.rel_part, cfg.async_update, cfg.has_edge_importance) == (1000, True, True,
                                                                                                   True)
     cfg.check()
+    losses = cli.train_config(_parser().parse_args(["kge", "train", "--loss_genre", "Hinge", "-pw", "-m", "2.5",
+                                                    "--gpu", "-1", "--mix_cpu_gpu"]))
+    assert (losses.loss_genre, losses.pairwise, losses.margin, losses.gpu, losses.mix_cpu_gpu) == (
+        "Hinge", True, 2.5, [-1], True)
+    losses.check()
+    assert cli.train_config(_parser().parse_args(["kge", "train", "--pairwise", "--loss_genre", "Logistic",
+                                                  "--margin", "3"])).check().margin == 3.0
+    assert _parser().parse_args(["kge", "partition", "--dataset", "FB15k", "--num-parts", "3"]).num_parts == 3
     ev = cli.eval_config(_parser().parse_args([
         "kge", "eval", "--model_path", "m", "--model_name", "TransE_l2", "--hidden_dim", "400", "--gamma", "19.9",
         "-de", "-dr", "--neg_sample_size_eval", "50", "--eval_percent", "0.1", "--no_eval_filter"]))
@@ -103,8 +111,13 @@ def test_every_flag_dglke_train_and_dglke_eval_take_is_accepted():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--gpu", "0"], "--gpu and --mix_cpu_gpu need a GPU"),
-    (["--mix_cpu_gpu"], "--gpu and --mix_cpu_gpu need a GPU"),
+    (["--gpu", "0"], "--gpu 0 asks for a GPU"),
+    (["--gpu", "-1", "1", "--mix_cpu_gpu"], "--gpu -1 1 asks for a GPU"),
+    (["--pairwise"], "--pairwise compares .* with the Hinge or Logistic loss, not Logsigmoid"),
+    (["--pairwise", "--loss_genre", "BCE"], "add --loss_genre Hinge or --loss_genre Logistic"),
+    (["--pairwise", "--loss_genre", "Hinge", "-adv"], "--pairwise and -adv .* exclude each other"),
+    (["--model_name", "RotatE"], "RotatE needs entity dim = 2 x relation dim"),
+    (["--model_name", "ComplEx", "--hidden_dim", "7"], "ComplEx splits embeddings in halves"),
     (["--eval_percent", "0"], "--eval_percent must be a fraction in"),
     (["--neg_sample_size_eval", "0"], "--neg_sample_size_eval must be positive"),
     (["--neg_deg_sample_eval"], "give --neg_sample_size_eval too"),

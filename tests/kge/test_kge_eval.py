@@ -5,8 +5,10 @@ into shards (equal exactly), non-finite scores ranked last."""
 import pytest
 import torch
 
+from distgraph.errors import InputError
 from distgraph.kge import evaluate as ev
 from distgraph.kge import ranking
+from distgraph.kge.metrics import combine
 from distgraph.kge.models import create_model
 
 
@@ -117,16 +119,38 @@ def test_non_finite_scores_rank_last():
     kg = _random_kg()
     model = create_model("TransE_l2", 4, 2.0)
     tables = _tables(model)
-    tables["entity"][:] = float("nan")  # a model whose training diverged
+    tables["relation"][:] = float("nan")  # every query's target is NaN, the candidates are finite
     got = _ranks(model, tables, kg, ranking.TripleFilter.build(3, kg), False)
     assert got.tolist() == [13] * len(kg)  # last of 12 entities, not first
     sums = ev.metric_sums(got)
     assert sums["MRR"] / sums["count"] == pytest.approx(1 / 13)
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_shard_with_non_finite_rows_is_refused_naming_how_many(bad):
+    """NaN candidates never score >= the target: counted as beaten, 34 NaN rows of 60 raised
+    the MRR of a diverged model. The shard holding them refuses to rank, wherever it is."""
+    kg = _random_kg(E=60, n=300, seed=4)
+    model = create_model("TransE_l2", 4, 2.0)
+    tables = _tables(model, E=60, seed=1)
+    filt = ranking.TripleFilter.build(3, kg)
+    tables["entity"][torch.arange(26, 60)] = bad  # rows 26..59: 4 in the first shard, 30 in the second
+    tables["entity"][40, 1] = 0.0  # one bad entry is enough to refuse a row
+    with pytest.raises(InputError, match="ranking against entities 0 to 59: 34 of the 60 rows of the entity "
+                                         r"table are not finite \(NaN or infinite\)"):
+        _ranks(model, tables, kg, filt, False)
+    with pytest.raises(InputError, match="ranking against entities 0 to 29: 4 of the 30 rows of the entity"):
+        _ranks(model, tables, kg, filt, True, shards=(0, 30))
+    with pytest.raises(InputError, match="ranking against entities 30 to 59: 30 of the 30 rows of the entity"):
+        _ranks(model, tables, kg[(kg[:, 0] < 26) & (kg[:, 2] < 26)], filt, True, shards=(0, 30),
+               candidates=torch.tensor([1, 2, 35, 50]))  # finite queries; only the second shard's candidates
+    tables["entity"][26:] = torch.rand(34, 4)  # finite again: ranked as brute force ranks
+    assert _ranks(model, tables, kg, filt, False, shards=(0, 30)).tolist() == _brute_force(model, tables, kg, kg, False)
+
+
 def test_metrics_from_ranks_and_combining_processes():
     sums = [ev.metric_sums(torch.tensor([1, 2, 4])), ev.metric_sums(torch.tensor([10, 20]))]
-    got = ev.combine(sums)
+    got = combine(sums)
     ranks = [1, 2, 4, 10, 20]
     assert got["MRR"] == pytest.approx(sum(1 / r for r in ranks) / 5)
     assert got["MR"] == pytest.approx(37 / 5)

@@ -6,6 +6,8 @@ import re
 import signal
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -65,14 +67,45 @@ def test_a_stopped_server_stops_the_job(parts, tmp_path, launches):
     _nothing_left(job)
 
 
+@contextmanager
+def _cpu_load(processes: int = 4):
+    """Busy processes competing for the CPUs while the enclosed code runs."""
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)]
+    try:
+        yield
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+
+
 def test_every_process_ends_soon_after_its_launcher_is_killed(parts, tmp_path, launches):
     # the trainers compute without printing: nothing writes to the dead launcher's pipes
     job = launches(tmp_path, parts[2], [1, 1], f"{FAULTS} busy", num_samplers=0)
     job.wait_for("ready", count=2)
     assert len(_role_pids(job, "server")) == 2 and len(_role_pids(job, "trainer")) == 2
-    job.proc.kill()
-    job.proc.wait()
-    _nothing_left(job)  # within 30 s; each noticed at once (its lifeline closed) and removed its shared memory
+    with _cpu_load():
+        job.proc.kill()
+        job.proc.wait()
+        _nothing_left(job)  # within 30 s; each noticed at once (its lifeline closed) and removed its shared memory
+
+
+def test_a_stopped_launcher_on_a_loaded_machine_keeps_its_job(parts, tmp_path, launches):
+    """A launcher that is slow or stopped is not a dead one: its processes end with the end of
+    their lifelines, never for a silence (a heartbeat a starved launcher was late to write
+    once ended a healthy job after 15 s)."""
+    job = launches(tmp_path, parts[2], [1, 1], f"{FAULTS} work 45")
+    job.wait_for("ready", count=2)
+    with _cpu_load():
+        job.proc.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(30)
+            assert len(_role_pids(job, "server")) == 2 and len(_role_pids(job, "trainer")) == 2
+        finally:
+            job.proc.send_signal(signal.SIGCONT)
+    assert job.wait(120) == 0, job.output[-3000:]
+    assert sum(f"rank {r} done" in job.output for r in (0, 1)) == 2 and "is gone" not in job.output
+    _nothing_left(job)
 
 
 def test_servers_that_exit_mid_job_are_reported_and_named_by_trainers(parts, tmp_path, launches):

@@ -177,28 +177,3 @@ def test_tensor_larger_than_free_shared_memory_is_refused():
         store.create("huge", (10, 1 << 40), torch.float32, "node~_N")
     store.close()
 
-
-@pytest.mark.parametrize("rows_per_source", [5, 3000])  # torch's index_select, and the compiled kernel
-def test_gather_rows_puts_each_sources_rows_in_place(rows_per_source):
-    from distgraph.kvstore.kernels import gather_rows
-
-    gen = torch.Generator().manual_seed(0)
-    sources = [torch.randn(4000, 24, generator=gen), torch.randn(3000, 24, generator=gen)]
-    owner = torch.randint(0, 2, (2 * rows_per_source,), generator=gen)
-    rows = torch.randint(0, 3000, (owner.numel(),), generator=gen)
-    expected = torch.stack([sources[o][r] for o, r in zip(owner.tolist(), rows.tolist())])
-    out = torch.full_like(expected, float("nan"))
-    for m, src in enumerate(sources):
-        at = torch.nonzero(owner == m).flatten()
-        assert gather_rows(src, rows[at], out, at) is out
-    assert torch.equal(out, expected)
-    assert torch.equal(gather_rows(sources[0], rows), sources[0][rows])  # without positions: a gather
-    at, beyond = torch.arange(owner.numel()), rows.clone()
-    beyond[-1] = 3000  # of 3000 rows
-    with pytest.raises(IndexError, match="out of range"):
-        gather_rows(sources[1], beyond, out, at)
-    if rows_per_source > 5:  # the kernel checks places too; index_copy_ raises its own IndexError
-        with pytest.raises(IndexError, match="out of range"):
-            gather_rows(sources[0], rows, out, at + 1)
-    with pytest.raises(ValueError, match="one position per row"):
-        gather_rows(sources[0], rows, out, at[1:])

@@ -65,6 +65,7 @@ def test_ctrl_c_stops_every_process(parts, tmp_path, launches):
     job.proc.send_signal(signal.SIGINT)
     assert job.wait(60) == 130, job.output
     assert "[launch] SIGINT: stopping the job\n" in job.err
+    assert not any("after SIGTERM; killing it" in line for line in job.err)  # every process left within the grace
     _assert_job_gone(job)
 
 

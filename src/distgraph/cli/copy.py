@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..launch.copy import CopyOptions, copy
 from ..launch.ssh import SshOptions
 
 
@@ -38,6 +37,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..launch.copy import CopyOptions, copy
+
     copy(CopyOptions(args.ip_config, args.workspace, args.rel_data_path, args.part_config, args.script_folder,
                      ssh_options(args)))
     return 0

@@ -1,12 +1,15 @@
 """`distgraph kge train|eval|partition|dist-train`: DGL-KE's `dglke_train`, `dglke_eval`,
-`dglke_partition` and `dglke_dist_train` flags."""
+`dglke_partition` and `dglke_dist_train` flags (`predict` and `emb-sim`: kge_infer.py). Nothing here imports torch: the commands check
+their flags and input files first (`kge.prepare`), and only a process that trains or ranks
+loads it."""
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import fields
 
-from ..kge.config import MODEL_ALIASES, MODEL_NAMES, EvalConfig, TrainConfig, field_defaults
+from ..kge.config import LOSS_GENRES, MODEL_ALIASES, MODEL_NAMES, EvalConfig, TrainConfig, field_defaults
+from ..errors import InputError
 from .copy import add_ssh_args, ssh_options
 
 _NAMED_DELIMITERS = {"\\t": "\t", "tab": "\t", "TAB": "\t", "space": " ", "comma": ",", "pipe": "|"}
@@ -58,6 +61,12 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     a("--neg_deg_sample", action="store_true", help="also use the chunk's own entities as negatives (degree-based)")
     a("-adv", "--neg_adversarial_sampling", action="store_true", help="self-adversarial weighting of negatives")
     a("-a", "--adversarial_temperature", type=float, default=d["adversarial_temperature"])
+    a("--loss_genre", default=d["loss_genre"], choices=LOSS_GENRES,
+      help="loss of each score: Logsigmoid, Logistic and BCE are -log sigmoid(+-score), Hinge is "
+           "max(0, margin -+ score)")
+    a("-pw", "--pairwise", action="store_true",
+      help="the loss of each positive-minus-negative score difference (Hinge or Logistic; not with -adv)")
+    a("-m", "--margin", type=float, default=d["margin"], help="margin of the Hinge loss")
     a("--hidden_dim", type=int, default=d["hidden_dim"], help="embedding size")
     a("-g", "--gamma", type=float, default=d["gamma"], help="margin of TransE, TransR and RotatE scores")
     a("--lr", type=float, default=d["lr"], help="Adagrad learning rate")
@@ -84,8 +93,14 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     a("--global_neg_share", type=float, default=d["global_neg_share"],
       help="distributed training: the share of each chunk's negatives drawn from all entities (one draw per "
            "batch, shared by its chunks); the rest come from the trainer's machine (DGL-KE takes them all from there)")
-    a("--gpu", type=int, nargs="+", default=d["gpu"], help="refused: training runs on CPUs")
-    a("--mix_cpu_gpu", action="store_true", help="refused: training runs on CPUs")
+    _add_device_args(p)
+
+
+def _add_device_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", type=int, nargs="+", default=None,
+                   help="-1 (DGL-KE's default: the CPU) only; distgraph computes on CPUs")
+    p.add_argument("--mix_cpu_gpu", action="store_true",
+                   help="accepted: the embeddings are in CPU memory (as always here), computing is on CPUs")
 
 
 def register(subparsers) -> None:
@@ -109,12 +124,14 @@ def register(subparsers) -> None:
     ev.add_argument("-de", "--double_ent", action="store_true", help="must be the saved model's")
     ev.add_argument("-dr", "--double_rel", action="store_true", help="must be the saved model's")
     ev.add_argument("--seed", type=int, default=0, help="seed of --eval_percent and sampled candidates")
+    _add_device_args(ev)
     ev.set_defaults(func=eval_command)
     part = sub.add_parser("partition", help="partition a knowledge graph for dist-train (dglke_partition)",
                           description="Partition a knowledge graph's entities (METIS balanced by triples, or "
                                       "random) into DATA_PATH/DATASET/partitions/ for `kge dist-train`.")
     _add_data_args(part, field_defaults(TrainConfig))
-    part.add_argument("-k", "--num_parts", type=int, required=True, help="number of partitions (= machines)")
+    part.add_argument("-k", "--num_parts", "--num-parts", dest="num_parts", type=int, required=True,
+                      help="number of partitions (= machines)")
     part.add_argument("--part_method", default="metis", choices=("metis", "random"))
     part.add_argument("--has_edge_importance", action="store_true",
                       help="the training file's 4th column weighs each triple")
@@ -131,6 +148,9 @@ def register(subparsers) -> None:
                       help="the partition config (default DATA_PATH/DATASET/partitions/DATASET.json)")
     add_ssh_args(dist)
     dist.set_defaults(func=dist_train_command)
+    from .kge_infer import register as register_inference  # predict, emb-sim
+
+    register_inference(sub)
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
@@ -156,11 +176,17 @@ def partition_command(args: argparse.Namespace) -> int:
     from ..kge.data import load_dataset
     from ..kge.partition import partition_kg
     from ..kge.pipeline import partition_folder
+    from ..kge.prepare import data_warnings, say
     from ..partition.assign import positive_int
 
     k = positive_int(args.num_parts, "--num_parts")
     data = load_dataset(args.data_path, args.dataset, args.format, args.data_files, args.delimiter,
                         with_importance=args.has_edge_importance)
+    if k > data.n_entities:
+        raise InputError(f"--num_parts {k} exceeds the {data.n_entities:,} entities of {data.name}; use at most that "
+                         f"many machines")
+    for line in data_warnings(data):
+        say(line)
     out = partition_folder(args.data_path, args.dataset)
     s = partition_kg(data, k, out, args.part_method, args.seed, data.importance, progress=True)
     print(f"{args.part_method} partitioning of {data.name} ({data.n_entities:,} entities, {len(data.train):,} "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from ..launch import LaunchOptions, launch
+from ..launch import launch
 from .copy import add_ssh_args, ssh_options
 
 
@@ -22,7 +22,13 @@ def register(subparsers) -> None:
                                                               "NUM_SERVERS column overrides it)")
     p.add_argument("--num_samplers", type=int, default=0, help="sampler processes per trainer")
     p.add_argument("--part_config", required=True, help="partition config .json (in the workspace)")
-    p.add_argument("--ip_config", required=True, help="one `IP [PORT [NUM_SERVERS]]` line per machine")
+    p.add_argument("--ip_config", default=None,
+                   help="one `IP [PORT [NUM_SERVERS]]` line per machine (with --scheduler slurm: the file written "
+                        "from the allocation's nodes, default ip_config.slurm-<job id>.txt)")
+    p.add_argument("--scheduler", choices=("auto", "ssh", "slurm"), default="auto",
+                   help="ssh: the hosts of --ip_config over ssh; slurm: the nodes of this Slurm allocation "
+                        "(SLURM_JOB_NODELIST), reached by srun; auto (default): slurm inside an allocation when no "
+                        "--ip_config is given, else ssh")
     p.add_argument("--num_server_threads", type=int, default=1, help="OMP threads per server")
     p.add_argument("--graph_format", type=_graph_format, default="csc",
                    help="DGL's structure formats of each partition (csr, csc, coo, comma-separated), accepted for "
@@ -62,12 +68,19 @@ def _graph_format(text: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..launch.plan import LaunchOptions
+
     words = args.user_command[1:] if args.user_command[:1] == ["--"] else args.user_command
     extra_envs = list(args.extra_envs)
     while not words and extra_envs and "=" not in extra_envs[-1].split()[0]:
         words = [extra_envs.pop()]  # `--extra_envs A=1 "python3 train.py"`: argparse took the command too
+    scheduler = args.scheduler
+    if scheduler == "auto":
+        from ..cluster.env import slurm_allocation
+
+        scheduler = "slurm" if slurm_allocation() is not None and args.ip_config is None else "ssh"
     return launch(LaunchOptions(
         workspace=args.workspace, command=command_line(words), part_config=args.part_config, ip_config=args.ip_config,
         num_trainers=args.num_trainers, num_servers=args.num_servers, num_samplers=args.num_samplers,
         num_server_threads=args.num_server_threads, num_omp_threads=args.num_omp_threads, ssh=ssh_options(args),
-        extra_envs=extra_envs, master_port=args.master_port, encrypt=args.encrypt))
+        extra_envs=extra_envs, master_port=args.master_port, encrypt=args.encrypt, scheduler=scheduler))

@@ -10,7 +10,7 @@ from ..errors import DistGraphError
 from ..files import make_private
 
 # Each module exposes `register(subparsers)`, which adds its parser and sets `func`.
-SUBCOMMANDS = ("generate", "partition", "copy", "launch", "kge")
+SUBCOMMANDS = ("generate", "partition", "copy", "launch", "serve", "kge")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..partition.layout import PART_METHODS
+from ..partition.out_folder import check_out
 
 
 def register(subparsers) -> None:
@@ -39,7 +40,10 @@ def register(subparsers) -> None:
                    help="METIS parts per machine: each node's part is written as its trainer_id data")
     p.add_argument("--objtype", default="cut", choices=["cut", "vol"], help="METIS's objective")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", "--output", dest="out", required=True, help="output folder")
+    p.add_argument("--out", "--output", dest="out", required=True,
+                   help="output folder (it holds one graph's partition; an earlier one of GRAPH_NAME is replaced)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace another graph's partition in --out (refused without it)")
     el = p.add_argument_group("edge lists")
     el.add_argument("--delimiter", default=None, help="field separator (default: tab, comma or whitespace, detected)")
     el.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
@@ -94,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--out {args.out} is an existing file; pass a folder (it is created if missing)")
     if args.input and not Path(args.input).exists():
         raise InputError(f"graph file {args.input} does not exist")
+    if Path(args.out).is_dir():  # before a long load
+        check_out(Path(args.out), args.graph_name, args.overwrite)
     budget = int(args.memory_budget * 2**30) if args.memory_budget else default_budget()
     source = None
     if args.input and _streamable(args.input):
@@ -113,10 +119,8 @@ def _run_streaming(args: argparse.Namespace, source, choice) -> int:
     print(f"partitioner: {choice.why}")
     stats = partition_stream(source, args.graph_name, args.num_parts, args.out, part_method=choice.method,
                              balance_train=args.balance_train, balance_edges=args.balance_edges, seed=args.seed,
-                             threads=args.num_threads or os.cpu_count() or 1, progress=True)
-    print(f"{choice.method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
-    print(summary(stats, 0.0))
-    return 0
+                             threads=args.num_threads or os.cpu_count() or 1, progress=True, overwrite=args.overwrite)
+    return _finish(args, stats, choice.method, 0.0)
 
 
 def _run_in_memory(args: argparse.Namespace, budget: int) -> int:
@@ -142,8 +146,17 @@ def _run_in_memory(args: argparse.Namespace, budget: int) -> int:
         g, args.graph_name, args.num_parts, args.out, part_method=choice.method,
         balance_ntypes=split_categories(g) if args.balance_train else None,
         balance_edges=args.balance_edges, num_hops=args.num_hops, seed=args.seed, progress=True,
-        num_trainers_per_machine=args.num_trainers_per_machine, objtype=args.objtype,
+        num_trainers_per_machine=args.num_trainers_per_machine, objtype=args.objtype, overwrite=args.overwrite,
     )
-    print(f"{choice.method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
+    return _finish(args, stats, choice.method, load_seconds)
+
+
+def _finish(args: argparse.Namespace, stats, method: str, load_seconds: float) -> int:
+    """The summary and the partition report (JSON and PNG) of either path."""
+    from ..partition.report import write_report
+
+    print(f"{method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
     print(summary(stats, load_seconds))
+    json_path, png_path = write_report(args.out, stats, args.graph_name, method)
+    print(f"report: {json_path}, {png_path}")
     return 0

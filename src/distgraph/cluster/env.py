@@ -31,13 +31,16 @@ IP_CONFIG = "DISTGRAPH_IP_CONFIG"
 PART_CONFIG = "DISTGRAPH_PART_CONFIG"
 SESSION = "DISTGRAPH_SESSION"  # names this launch's shared memory
 LIFELINE_FD = "DISTGRAPH_LIFELINE_FD"  # read end of a pipe whose writer (launcher, trainer) must stay alive
-LIFELINE_TIMEOUT = "DISTGRAPH_LIFELINE_TIMEOUT"  # seconds without a heartbeat byte on it that mean "gone"
 TIMEOUT = "DISTGRAPH_TIMEOUT"  # seconds to wait for any reply
 STARTUP_TIMEOUT = "DISTGRAPH_STARTUP_TIMEOUT"  # seconds to wait for servers to load and for creations
 BARRIER_TIMEOUT = "DISTGRAPH_BARRIER_TIMEOUT"  # seconds to wait for the other trainers at a barrier
 SECRET = "DISTGRAPH_SECRET"  # the job's secret, which every connection proves (`rpc.auth`); made by the launcher
 ENCRYPT = "DISTGRAPH_ENCRYPT"  # 1: encrypt the job's traffic (ZeroMQ CURVE)
 HOST_SHM = "DISTGRAPH_HOST_SHM"  # 0: map only this machine's shared memory; other machines' rows travel
+# torchrun's: a trainer it starts takes its machine id (node rank) and trainers per machine from them
+TORCHRUN_NODE_RANK, TORCHRUN_LOCAL_WORLD_SIZE = "GROUP_RANK", "LOCAL_WORLD_SIZE"
+TORCHRUN_AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"  # True: torchrun's agent already hosts the rendezvous store
+SLURM_JOB_ID, SLURM_NODELIST = "SLURM_JOB_ID", "SLURM_JOB_NODELIST"  # set inside a Slurm allocation
 
 ROLES = ("server", "trainer", "sampler")
 DEFAULT_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, DEFAULT_BARRIER_TIMEOUT = 60.0, 600.0, 1800.0
@@ -96,13 +99,13 @@ class ProcessEnv:
     server_id: int
     sampler_id: int
     rank: int  # trainers and samplers: global trainer rank (samplers: their trainer's)
-    lifeline_fd: int | None  # see `distributed.lifeline`
-    lifeline_timeout: float | None  # None: only the pipe's end counts, not silence
+    lifeline_fd: int | None  # see `cluster.lifeline`: only the pipe's end counts, never a silence
     timeouts: Timeouts
     master: tuple[str, int] | None = None  # trainers: torch.distributed's MASTER_ADDR and MASTER_PORT
     secret: str | None = None
     encrypt: bool = False
     host_shm: bool = True  # read rows of other machines on this host from their shared memory
+    agent_store: bool = False  # started by torchrun, whose agent hosts torch.distributed's store
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str] = os.environ) -> "ProcessEnv | None":
@@ -114,24 +117,25 @@ class ProcessEnv:
             raise InputError(f"environment variable {ROLE}={role!r} must be one of {ROLES}")
         return cls(
             role=role,
-            machine_id=_int(env, MACHINE_ID),
+            machine_id=_int(env, MACHINE_ID if env.get(MACHINE_ID) or not env.get(TORCHRUN_NODE_RANK)
+                            else TORCHRUN_NODE_RANK),
             ip_config=env.get(IP_CONFIG) or None,
             part_config=env.get(PART_CONFIG) or None,
-            session=env.get(SESSION) or "default",
+            session=env.get(SESSION) or session_of(env.get(SECRET)),
             num_servers=_int(env, NUM_SERVERS, minimum=1) if env.get(NUM_SERVERS) else None,
-            num_trainers=_int(env, NUM_TRAINERS, 1, minimum=1),
+            num_trainers=_int(env, NUM_TRAINERS, _int(env, TORCHRUN_LOCAL_WORLD_SIZE, 1, minimum=1), minimum=1),
             num_samplers=_int(env, NUM_SAMPLERS) if env.get(NUM_SAMPLERS) else None,
             server_id=_int(env, SERVER_ID, 0),
             sampler_id=_int(env, SAMPLER_ID, 0),
             rank=_int(env, "RANK", 0),
             lifeline_fd=_int(env, LIFELINE_FD) if env.get(LIFELINE_FD) else None,
-            lifeline_timeout=_seconds(env, LIFELINE_TIMEOUT, 0.0) if env.get(LIFELINE_TIMEOUT) else None,
             timeouts=Timeouts.from_environ(env),
             master=(env["MASTER_ADDR"], _int(env, "MASTER_PORT")) if env.get("MASTER_ADDR") and env.get(
                 "MASTER_PORT") else None,
             host_shm=bool(_int(env, HOST_SHM, 1)),
             secret=env.get(SECRET) or None,
             encrypt=bool(_int(env, ENCRYPT, 0)),
+            agent_store=env.get(TORCHRUN_AGENT_STORE, "").lower() == "true",
         )
 
     def job(self) -> tuple[list, list, "PartitionConfig"]:
@@ -178,13 +182,37 @@ class ProcessEnv:
         return filled
 
 
+def session_of(secret: str | None) -> str:
+    """The session (shared-memory names) of processes started without a launcher (`distgraph serve`
+    and trainers of torchrun): derived from the job's secret, so they agree without being told."""
+    if not secret:
+        return "default"
+    import hashlib
+
+    return hashlib.sha256(b"distgraph session:" + secret.encode()).hexdigest()[:12]
+
+
+def slurm_allocation(env: Mapping[str, str] = os.environ) -> tuple[str, str] | None:
+    """(job id, node list) of the Slurm allocation this process runs in, or None outside one."""
+    nodelist = env.get(SLURM_NODELIST) or env.get("SLURM_NODELIST")
+    return (env.get(SLURM_JOB_ID, ""), nodelist) if nodelist else None
+
+
 def sampler_env(sampler_id: int, lifeline_fd: int, env: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The environment for sampler `sampler_id` of this trainer: a copy with the role changed and
-    the trainer's own lifeline pipe (`lifeline_fd`, no heartbeats) instead of the launcher's."""
+    the trainer's own lifeline pipe (`lifeline_fd`) instead of the launcher's."""
     if env.get(ROLE) != "trainer":
         raise InputError("only a launched trainer starts samplers; run the script with `distgraph launch`")
-    out = {k: v for k, v in env.items() if k != LIFELINE_TIMEOUT}
-    return {**out, ROLE: "sampler", SAMPLER_ID: str(sampler_id), LIFELINE_FD: str(lifeline_fd)}
+    return {**env, ROLE: "sampler", SAMPLER_ID: str(sampler_id), LIFELINE_FD: str(lifeline_fd)}
+
+
+def ssh_connection(env: Mapping[str, str] = os.environ) -> tuple[tuple[str, int], tuple[str, int]] | None:
+    """((this host's address, port), (the client's address, port)) of the ssh session this
+    process runs in (sshd's `SSH_CONNECTION`), or None outside one."""
+    fields = env.get("SSH_CONNECTION", "").split()
+    if len(fields) != 4 or not fields[1].isdigit() or not fields[3].isdigit():
+        return None
+    return (fields[2], int(fields[3])), (fields[0], int(fields[1]))
 
 
 DGL_DOWNLOAD_DIR = "DGL_DOWNLOAD_DIR"  # DGL's: the folder its datasets were downloaded to

@@ -5,10 +5,16 @@ The starter keeps the write end; the started process reads the other end in a da
 thread. When the starter dies (killed, crashed, its ssh session dropped) the kernel closes
 the write end and the reader sees end-of-file at once, whatever the main thread is doing:
 serving, training, or stuck in C code. The reader then removes what the process must not
-leave behind (a server's shared memory) and ends the process. Where a lost network closes
-nothing, the starter also writes a byte every `BEAT_SECONDS` and the reader gives up after
-a silence of `timeout` seconds. A lifeline may also carry a few messages (an agent's job
-description, a request to stop) beside the heartbeats.
+leave behind (a server's shared memory) and ends the process. That end is the only sign a
+process on the starter's host takes: a starter that is merely slow (a loaded machine) or
+stopped (SIGSTOP) keeps its processes.
+
+Only an agent, whose lifeline is an ssh session from another host, also needs a sign for a
+network that drops without closing anything: the launcher writes a byte every
+`BEAT_SECONDS`, and after a silence of `timeout` seconds the agent asks whether its
+connection still reaches the launcher's host (`tcp_link`); it gives up only when that
+connection has stopped answering, not because a busy launcher was late. A lifeline may also
+carry a few messages (an agent's job description, a request to stop) beside the heartbeats.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Callable, Iterable
 
 BEAT = b"."
 BEAT_SECONDS = 1.0
-SILENCE_SECONDS = 15.0  # what the launcher tells its processes: no heartbeat for this long means gone
+SILENCE_SECONDS = 15.0  # what the launcher tells its agents: no heartbeat for this long, ask the connection
 EXIT_CODE = 1
 
 
@@ -84,10 +90,12 @@ def beat_forever(lifelines: Callable[[], Iterable[Lifeline]], stop: threading.Ev
 
 
 def watch(fd: int, timeout: float | None, label: str, starter: str, cleanup: Callable[[], None] = lambda: None,
-          on_data: Callable[[bytes], None] = lambda data: None) -> threading.Thread | None:
-    """Watch lifeline `fd` in a daemon thread; when the starter is gone (end of file, or no byte
-    for `timeout` seconds when given), run `cleanup` and end this process at once. Bytes other
-    than heartbeats go to `on_data`."""
+          on_data: Callable[[bytes], None] = lambda data: None,
+          reachable: Callable[[], bool] | None = None) -> threading.Thread | None:
+    """Watch lifeline `fd` in a daemon thread; when the starter is gone, run `cleanup` and end
+    this process at once. Gone means end of file; with a `timeout`, also no byte for that many
+    seconds while `reachable()` (when given) says the starter's host no longer answers. Bytes
+    other than heartbeats go to `on_data`."""
     try:
         os.fstat(fd)
     except OSError:
@@ -107,8 +115,11 @@ def watch(fd: int, timeout: float | None, label: str, starter: str, cleanup: Cal
     def run() -> None:
         while True:
             ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready and reachable is not None and reachable():
+                continue  # silent but there: busy, or stopped
             if not ready:
-                lost(f"no heartbeat for {timeout:g} s")
+                lost(f"no heartbeat for {timeout:g} s" + ("" if reachable is None else
+                                                           " and its connection stopped answering"))
             try:
                 data = os.read(fd, 4096)
             except OSError as exc:

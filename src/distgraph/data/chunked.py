@@ -196,17 +196,20 @@ class ChunkedGraph:
 
 
 
-def npy_file_array(path: Path) -> FileArray:
-    """A `.npy` file as a `FileArray` (its header read, its data left in the file)."""
+def npy_file_array(path: Path, transposed_ok: bool = False) -> FileArray:
+    """A `.npy` file as a `FileArray` (its header read, its data left in the file). A Fortran-order
+    array is taken only with `transposed_ok`, as the C-order array of its transpose."""
     with open(path, "rb") as f:
         version = np.lib.format.read_magic(f)
         read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
         shape, fortran, dtype = read_header(f)
         offset = f.tell()
-    if dtype.hasobject or fortran or not dtype.isnative:
+    if dtype.hasobject or (fortran and not transposed_ok) or not dtype.isnative:
         raise ValueError(f"{dtype} {'Fortran-order ' if fortran else ''}arrays are not read here; save C-order "
                          f"native numbers")
-    return FileArray(path, offset, dtype, shape)
+    a = FileArray(path, offset, dtype, shape[::-1] if fortran else shape)
+    a.transposed = fortran
+    return a
 
 
 def _rows(path: Path, fmt: dict) -> int:

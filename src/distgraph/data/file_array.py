@@ -16,6 +16,8 @@ WINDOW_BYTES = 64 << 20  # what one read of `take` brings in at most
 class FileArray:
     """`shape` rows of `dtype` stored from byte `offset` of `path`."""
 
+    transposed = False  # True: the file holds the Fortran-order array of which this is the transpose
+
     def __init__(self, path, offset: int, dtype, shape: tuple[int, ...]):
         self.path, self.offset, self.dtype, self.shape = str(path), int(offset), np.dtype(dtype), tuple(shape)
         self.ndim = len(self.shape)

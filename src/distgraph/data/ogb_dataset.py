@@ -15,7 +15,7 @@ import torch
 
 from ..errors import InputError
 from ..graph import Graph
-from .ogb import SPLITS, load_ogb_node
+from .ogb import DATASETS, load_ogb_node
 
 _SPLIT = {"train": "train_mask", "valid": "val_mask", "test": "test_mask"}
 
@@ -45,7 +45,7 @@ class DglNodePropPredDataset:
         self.name, self.root = name, Path(root)
         folder = self.root / name.replace("-", "_")
         if not (folder / "raw").is_dir():
-            expected = _expected_files(folder, SPLITS.get(name, "time"))
+            expected = _expected_files(folder, DATASETS[name].split if name in DATASETS else "time")
             raise InputError(f"no OGB dataset {name} under {self.root}: distgraph reads an already-downloaded copy "
                              f"and never downloads; expected OGB's files, e.g. {expected} (ogbn-mag: "
                              f"raw/relations/..., raw/num-node-dict.csv.gz as OGB lays it out)")

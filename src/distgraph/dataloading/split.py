@@ -29,7 +29,7 @@ from ..errors import InputError
 from ..partition import RangePartitionBook
 
 
-def _trainer(rank: int | None, world_size: int | None) -> tuple[int, int]:
+def trainer_rank(rank: int | None = None, world_size: int | None = None) -> tuple[int, int]:
     """This trainer's rank and the number of trainers: as given, else as the launcher numbered
     them (whether or not the script set up torch.distributed), else torch.distributed's, else 0 of 1."""
     if rank is None or world_size is None:
@@ -115,7 +115,7 @@ def _split(ids: torch.Tensor, owner: torch.Tensor, num_parts: int, rank: int, wo
 
 def _share(kind: str, items, partition_book, type_name, rank, force_even: bool, trainer_ids, world_size):
     """This trainer's share of the nodes or edges `items` of one type (see the module's doc)."""
-    rank, world_size = _trainer(rank, world_size)
+    rank, world_size = trainer_rank(rank, world_size)
     book = _book(items, partition_book)
     count = book.num_nodes(type_name) if kind == "node" else book.num_edges(type_name)
     ids = _ids(items, count, f"{kind}s")
@@ -134,3 +134,10 @@ def edge_split(edges, partition_book: RangePartitionBook | None = None, etype=No
                force_even: bool = True, edge_trainer_ids=None, world_size: int | None = None) -> torch.Tensor:
     """This trainer's share of `edges` (a boolean mask over `etype`'s edges, or ids)."""
     return _share("edge", edges, partition_book, etype, rank, force_even, edge_trainer_ids, world_size)
+
+
+def even_split(count: int, rank: int | None = None, world_size: int | None = None) -> torch.Tensor:
+    """`node_split(torch.arange(count), force_even=True)` (every node or edge of a type) without
+    the list of all ids: this trainer's contiguous slice of them."""
+    rank, world_size = trainer_rank(rank, world_size)
+    return torch.arange(rank * count // world_size, (rank + 1) * count // world_size)

@@ -7,7 +7,8 @@ Left to itself, `init_process_group("gloo")` on rank 0 starts a store that liste
 every interface of the host. `initialize()` starts it first, on a socket bound to the
 address the launcher gave (machine 0's from ip_config), as a multi-tenant store: torch
 then finds and uses this one instead of starting its own. A script that set up
-torch.distributed before `initialize()` keeps torch's.
+torch.distributed before `initialize()` keeps torch's, and so does a trainer of torchrun, whose
+agent hosts the store already.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ def host_rendezvous(env: ProcessEnv):
     """The store (a `torch.distributed.TCPStore`) when this process is trainer 0, else None."""
     import torch.distributed as tdist
 
-    if env.role != "trainer" or env.rank != 0 or env.master is None or not tdist.is_available() \
-            or tdist.is_initialized():
+    if env.role != "trainer" or env.rank != 0 or env.master is None or env.agent_store or \
+            not tdist.is_available() or tdist.is_initialized():
         return None
     host, port = env.master
     try:

@@ -95,7 +95,7 @@ def _standalone(part_config: str | None, num_workers: int) -> Context:
 
 def _connect(env: ProcessEnv) -> Context:
     if env.lifeline_fd is not None:
-        watch(env.lifeline_fd, env.lifeline_timeout, f"distgraph {env.role} (rank {env.rank})", env.starter)
+        watch(env.lifeline_fd, None, f"distgraph {env.role} (rank {env.rank})", env.starter)
     machines, peers, cfg = env.job()
     book = load_partition_book(env.part_config, env.machine_id)
     spm = [m.server_count(env.num_servers) for m in machines]

@@ -9,6 +9,43 @@ from ..errors import InputError
 # DGL-KE's score functions (kge.models implements one class per name) and its alias
 MODEL_NAMES = ("TransE_l1", "TransE_l2", "DistMult", "ComplEx", "RESCAL", "TransR", "RotatE", "SimplE")
 MODEL_ALIASES = {"TransE": "TransE_l2"}
+# entity dim = relation dim x ratio (None: any), and even dims (halves) for the models that need them
+_DIM_RATIO: dict[str, int | None] = {"RotatE": 2, "TransR": None}
+_EVEN_DIMS = ("ComplEx", "SimplE")
+# DGL-KE's --loss_genre values; --pairwise takes the first two only
+LOSS_GENRES = ("Logsigmoid", "Hinge", "Logistic", "BCE")
+PAIRWISE_GENRES = ("Hinge", "Logistic")
+
+
+def table_widths(model: str, hidden_dim: int, double_ent: bool, double_rel: bool) -> dict[str, int]:
+    """Width of each embedding table of a (canonical) model: `entity`, then those indexed by
+    relation id (RESCAL's relation is a matrix, TransR adds a projection matrix)."""
+    ent, rel = hidden_dim * (1 + double_ent), hidden_dim * (1 + double_rel)
+    if model == "RESCAL":
+        return {"entity": ent, "relation": rel * ent}
+    if model == "TransR":
+        return {"entity": ent, "relation": rel, "projection": ent * rel}
+    return {"entity": ent, "relation": rel}
+
+
+def check_model(name: str, hidden_dim: int, double_ent: bool, double_rel: bool) -> str:
+    """The canonical model name, or one clear error for a name or dimensions the score
+    function cannot use (naming the flags to change); needs no torch."""
+    model = MODEL_ALIASES.get(name, name)
+    if model not in MODEL_NAMES:
+        raise InputError(f"unknown --model_name {name!r}: choose one of {', '.join(MODEL_NAMES)}")
+    if hidden_dim < 1:
+        raise InputError(f"--hidden_dim must be positive, got {hidden_dim}")
+    ratio = _DIM_RATIO.get(model, 1)
+    entity_dim, relation_dim = hidden_dim * (1 + double_ent), hidden_dim * (1 + double_rel)
+    if ratio is not None and entity_dim != relation_dim * ratio:
+        want = "-de (--double_ent) without -dr" if ratio == 2 else "both -de and -dr, or neither"
+        raise InputError(f"{model} needs entity dim = {ratio} x relation dim: pass {want} "
+                         f"(got -de {double_ent}, -dr {double_rel})")
+    if model in _EVEN_DIMS and relation_dim % 2:
+        raise InputError(f"{model} splits embeddings in halves: use an even --hidden_dim (got {hidden_dim}) or "
+                         f"pass -de -dr")
+    return model
 
 
 @dataclass
@@ -41,6 +78,9 @@ class TrainConfig:
     double_rel: bool = False
     neg_adversarial_sampling: bool = False
     adversarial_temperature: float = 1.0
+    loss_genre: str = "Logsigmoid"
+    pairwise: bool = False
+    margin: float = 1.0  # of the Hinge loss
     regularization_coef: float = 2e-6
     regularization_norm: int = 3
     neg_sample_size_eval: int = -1  # candidates per ranked triple; -1: every entity
@@ -64,9 +104,16 @@ class TrainConfig:
         _positive(self, "max_step", "batch_size", "batch_size_eval", "neg_sample_size", "log_interval",
                   "eval_interval", "num_proc", "num_thread", "hidden_dim", "checkpoint_interval")
         check_eval(self)
-        if self.gpu and any(g >= 0 for g in self.gpu) or self.mix_cpu_gpu:
-            raise InputError("--gpu and --mix_cpu_gpu need a GPU, and distgraph trains knowledge-graph embeddings on "
-                             "CPUs; drop them (--num_proc and --num_thread set the CPU parallelism)")
+        check_cpu(self.gpu)
+        check_model(self.model_name, self.hidden_dim, self.double_ent, self.double_rel)
+        if self.loss_genre not in LOSS_GENRES:
+            raise InputError(f"unknown --loss_genre {self.loss_genre!r}: choose one of {', '.join(LOSS_GENRES)}")
+        if self.pairwise and self.loss_genre not in PAIRWISE_GENRES:
+            raise InputError(f"--pairwise compares positive and negative scores with the Hinge or Logistic loss, not "
+                             f"{self.loss_genre}: add --loss_genre Hinge or --loss_genre Logistic")
+        if self.pairwise and self.neg_adversarial_sampling:
+            raise InputError("--pairwise and -adv (--neg_adversarial_sampling) exclude each other, as in DGL-KE: "
+                             "drop one")
         if not 0 <= self.global_neg_share <= 1:
             raise InputError(f"--global_neg_share must be a fraction in [0, 1], got {self.global_neg_share}")
         if self.force_sync_interval == 0 or self.force_sync_interval < -1:
@@ -108,13 +155,26 @@ class EvalConfig:
     gamma: float | None = None
     double_ent: bool = False
     double_rel: bool = False
+    gpu: list[int] | None = None
+    mix_cpu_gpu: bool = False
     seed: int = 0
 
     def check(self) -> EvalConfig:
         """Reject settings that cannot run, naming the flag."""
         _positive(self, "batch_size_eval", "num_proc", "num_thread")
         check_eval(self)
+        check_cpu(self.gpu)
         return self
+
+
+def check_cpu(gpu: list[int] | None) -> None:
+    """DGL-KE's `--gpu -1` (its default) means the CPU, which is where distgraph computes;
+    `--mix_cpu_gpu` keeps the embeddings in CPU memory, as they always are here. A GPU id
+    cannot be honoured."""
+    if gpu and any(g >= 0 for g in gpu):
+        raise InputError(f"--gpu {' '.join(map(str, gpu))} asks for a GPU, and distgraph computes knowledge-graph "
+                         f"embeddings on CPUs: drop --gpu or pass --gpu -1 (--num_proc and --num_thread set the CPU "
+                         f"parallelism)")
 
 
 def check_eval(cfg) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from itertools import permutations
+from itertools import chain, permutations
 from pathlib import Path
 
 import numpy as np
@@ -81,8 +81,12 @@ def read_text(path: Path, what: str) -> str:
 
 def _fields(path: Path, delimiter: str, ncols: int, what: str) -> list[list[str]]:
     """Columns of a delimited text file with exactly `ncols` fields per non-blank line."""
-    raw = read_text(path, what).replace("\r\n", "\n").replace("\r", "\n")
-    text = _BLANK_LINES.sub("", raw + "\n").rstrip("\n")
+    raw = read_text(path, what)
+    if "\r" in raw:
+        raw = raw.replace("\r\n", "\n").replace("\r", "\n")
+    # blank (or blank-looking) lines go; the scan for them is paid only where one may be
+    maybe_blank = raw[:1] in ("", "\n", " ", "\t") or any(s in raw for s in ("\n\n", "\n ", "\n\t"))
+    text = (_BLANK_LINES.sub("", raw + "\n") if maybe_blank else raw).rstrip("\n")
     if not text:
         raise InputError(f"{what} file {path} is empty")
     nlines = text.count("\n") + 1
@@ -132,10 +136,10 @@ def _int_ids(tokens: list[str], bound: int, path: Path, kind: str) -> np.ndarray
 
 def _first_appearance(columns: list[list[str]]) -> list[str]:
     """Distinct names in order of first appearance, reading the columns row by row."""
-    rows = np.empty((len(columns[0]), len(columns)), dtype=object)
+    rows: list[str | None] = [None] * (len(columns[0]) * len(columns))
     for c, col in enumerate(columns):
-        rows[:, c] = col
-    return list(dict.fromkeys(rows.ravel().tolist()))
+        rows[c::len(columns)] = col
+    return list(dict.fromkeys(rows))
 
 
 def read_dict(path: Path, delimiter: str = "\t") -> list[str]:
@@ -174,9 +178,10 @@ def _read_named(files: list[Path], order: str, delimiter: str, entities: list[st
     cols, weights = _columns(files, delimiter, importance)
     hrt = [[c[order.index(k)] for k in "hrt"] for c in cols]
     if entities is None:
-        entities = _first_appearance([sum((x[0] for x in hrt), []), sum((x[2] for x in hrt), [])])
+        entities = _first_appearance([list(chain.from_iterable(x[0] for x in hrt)),
+                                      list(chain.from_iterable(x[2] for x in hrt))])
     if relations is None:
-        relations = list(dict.fromkeys(sum((x[1] for x in hrt), [])))
+        relations = list(dict.fromkeys(chain.from_iterable(x[1] for x in hrt)))
     eidx = {n: i for i, n in enumerate(entities)}
     ridx = {n: i for i, n in enumerate(relations)}
     triples = [np.stack([_ids(h, eidx, p, "entity"), _ids(r, ridx, p, "relation"), _ids(t, eidx, p, "entity")], 1)

@@ -14,11 +14,9 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from .metrics import HITS
 from .models import KGEModel
 from .ranking import Queries, ranks
-
-HITS = (1, 3, 10)
-METRICS = ("MRR", "MR", *(f"HITS@{k}" for k in HITS))
 
 Rows = Callable[[str, Tensor], Tensor]  # (table, ids) -> rows
 Count = Callable[[Queries, Tensor | None], Tensor]  # (queries, candidates or None: all) -> counts per query
@@ -31,12 +29,6 @@ def metric_sums(r: Tensor) -> dict[str, float]:
     out.update({f"HITS@{k}": float((r <= k).sum()) for k in HITS})
     out["count"] = float(len(r))
     return out
-
-
-def combine(sums: list[dict[str, float]]) -> dict[str, float]:
-    """Averages of metrics from several processes' sums."""
-    count = sum(s["count"] for s in sums)
-    return {m: sum(s[m] for s in sums) / max(count, 1.0) for m in METRICS}
 
 
 def eval_share(triples: Tensor, percent: float, rank: int, world: int, seed: int) -> Tensor:

@@ -20,8 +20,7 @@ from abc import ABC, abstractmethod
 import torch
 from torch import Tensor
 
-from ..errors import InputError
-from .config import MODEL_ALIASES, MODEL_NAMES
+from .config import MODEL_NAMES, check_model, table_widths
 
 EMB_INIT_EPS = 2.0
 
@@ -36,35 +35,22 @@ class KGEModel(ABC):
     """Dimensions, initial ranges and score forms shared by every model."""
 
     name = ""
-    # entity_dim == relation_dim * ratio is required when ratio is set
-    dim_ratio: int | None = 1
-    even_dims = False
     # scoring k queries against n candidates builds (k, n, dim) temporaries (not one matmul)
     pairwise_temporaries = False
 
     def __init__(self, hidden_dim: int, gamma: float, double_ent: bool = False, double_rel: bool = False):
-        if hidden_dim < 1:
-            raise InputError(f"--hidden_dim must be positive, got {hidden_dim}")
+        check_model(self.name, hidden_dim, double_ent, double_rel)
         self.hidden_dim = hidden_dim
         self.gamma = float(gamma)
         self.entity_dim = hidden_dim * (2 if double_ent else 1)
         self.relation_dim = hidden_dim * (2 if double_rel else 1)
         self.emb_init = (self.gamma + EMB_INIT_EPS) / hidden_dim
-        self._check_dims(double_ent, double_rel)
-
-    def _check_dims(self, double_ent: bool, double_rel: bool) -> None:
-        """Reject dimension settings the score function cannot use, naming the flags to change."""
-        if self.dim_ratio is not None and self.entity_dim != self.relation_dim * self.dim_ratio:
-            want = "-de (--double_ent) without -dr" if self.dim_ratio == 2 else "both -de and -dr, or neither"
-            raise InputError(f"{self.name} needs entity dim = {self.dim_ratio} x relation dim: pass {want} "
-                             f"(got -de {double_ent}, -dr {double_rel})")
-        if self.even_dims and self.relation_dim % 2:
-            raise InputError(f"{self.name} splits embeddings in halves: use an even --hidden_dim "
-                             f"(got {self.hidden_dim}) or pass -de -dr")
 
     def relation_tables(self) -> dict[str, int]:
         """Width of each table indexed by relation id, in the order of the `rel` tuple."""
-        return {"relation": self.relation_dim}
+        widths = table_widths(self.name, self.hidden_dim, self.entity_dim > self.hidden_dim,
+                              self.relation_dim > self.hidden_dim)
+        return {name: w for name, w in widths.items() if name != "entity"}
 
     def init_range(self, table: str) -> float:
         """Half-width of the uniform initialisation of a table."""
@@ -205,7 +191,6 @@ class ComplEx(_Dot):
     """Re(<h, r, conj(t)>) with real and imaginary parts in the two halves of each vector."""
 
     name = "ComplEx"
-    even_dims = True
 
     def query_tail(self, h: Tensor, rel: tuple[Tensor, ...]) -> Tensor:
         hr, hi = _halves(h)
@@ -223,9 +208,6 @@ class RESCAL(_Dot):
 
     name = "RESCAL"
 
-    def relation_tables(self) -> dict[str, int]:
-        return {"relation": self.relation_dim * self.entity_dim}
-
     def _mat(self, m: Tensor) -> Tensor:
         return m.reshape(*m.shape[:-1], self.relation_dim, self.entity_dim)
 
@@ -240,7 +222,6 @@ class SimplE(_Dot):
     """clamp(0.5 (<h_i, r, t_j> + <t_i, r_inv, h_j>), +-20): halves are (i, j) and (r, r_inv)."""
 
     name = "SimplE"
-    even_dims = True
     scale = 0.5
     clamp = 20.0
 
@@ -259,7 +240,6 @@ class RotatE(_QueryModel):
     """gamma - sum_k |h_k e^{i theta_k} - t_k|, theta = r / (emb_init / pi); entities are complex."""
 
     name = "RotatE"
-    dim_ratio = 2
     pairwise_temporaries = True
 
     def _rotation(self, r: Tensor) -> tuple[Tensor, Tensor]:
@@ -295,11 +275,7 @@ class TransR(KGEModel):
     """gamma - ||h M_r + r - t M_r||_1 with a projection matrix M_r (entity_dim x relation_dim)."""
 
     name = "TransR"
-    dim_ratio = None
     pairwise_temporaries = True
-
-    def relation_tables(self) -> dict[str, int]:
-        return {"relation": self.relation_dim, "projection": self.entity_dim * self.relation_dim}
 
     def init_range(self, table: str) -> float:
         return 1.0 if table == "projection" else self.emb_init
@@ -330,14 +306,10 @@ class TransR(KGEModel):
 
 MODELS: dict[str, type[KGEModel]] = {m.name: m for m in (TransE_l1, TransE_l2, DistMult, ComplEx, RESCAL,
                                                            TransR, RotatE, SimplE)}
-ALIASES = MODEL_ALIASES
 assert tuple(MODELS) == MODEL_NAMES, "kge.config.MODEL_NAMES lists the models defined here"
 
 
 def create_model(name: str, hidden_dim: int, gamma: float, double_ent: bool = False,
                  double_rel: bool = False) -> KGEModel:
     """Build a score function by DGL-KE model name (`TransE` means TransE_l2, as in DGL-KE)."""
-    cls = MODELS.get(ALIASES.get(name, name))
-    if cls is None:
-        raise InputError(f"unknown --model_name {name!r}: choose one of {', '.join(MODELS)}")
-    return cls(hidden_dim, gamma, double_ent, double_rel)
+    return MODELS[check_model(name, hidden_dim, double_ent, double_rel)](hidden_dim, gamma, double_ent, double_rel)

@@ -9,6 +9,9 @@
 The trainers report through events that a `Reporter` prints DGL-KE's way; trainer 0
 saves the model. `kge eval` ranks a saved model's test triples in this process, with the
 same ranking code and the whole table as one shard.
+
+Everything is checked (`kge.prepare`) before torch is imported or a process starts; a job
+of several processes never imports torch here at all, only its processes do.
 """
 
 from __future__ import annotations
@@ -21,20 +24,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-import numpy as np
-import torch
-
 from ..errors import DistGraphError, InputError
 from ..launch.ssh import SshOptions
 from .config import EvalConfig, TrainConfig
-from .data import KGData, load_dataset
-from .evaluate import eval_share, evaluate
-from .models import create_model
+from .data import KGData
+from .events import EVENT, JOB_ENV, job_env
 from .partition import partition_kg
-from .ranking import TripleFilter, shard_counts
+from .prepare import prepare_eval, prepare_train
 from .report import Reporter
-from .save import load_model, next_model_dir
-from .worker import EVENT, JOB_ENV, job_env, run_trainer
+from .save import next_model_dir
 
 SERVING = ": serving"
 
@@ -105,19 +103,11 @@ def _launch(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, workspa
 
 
 def train_kge(cfg: TrainConfig, out: TextIO | None = None) -> RunResult:
-    """Train with `cfg.num_proc` processes on this machine, save, and evaluate as the flags ask."""
-    cfg.check()
-    create_model(cfg.model_name, cfg.hidden_dim, cfg.gamma, cfg.double_ent, cfg.double_rel)  # flags checked early
+    """Train with `cfg.num_proc` processes on this machine (fewer if the triples are fewer),
+    save, and evaluate as the flags ask."""
     t0 = time.perf_counter()
-    data = load_dataset(cfg.data_path, cfg.dataset, cfg.format, cfg.data_files, cfg.delimiter,
-                        with_importance=cfg.has_edge_importance)
-    for flag, split in (("valid", data.valid), ("test", data.test)):
-        if getattr(cfg, flag) and split is None:
-            raise InputError(f"--{flag} needs {flag} triples: give --data_files TRAIN VALID TEST")
-    if cfg.num_proc > len(data.train):
-        raise InputError(f"--num_proc {cfg.num_proc} exceeds the {len(data.train)} training triples; use fewer "
-                         f"processes")
-    reporter = Reporter(cfg.num_proc, cfg.max_step, out=out)
+    cfg, data = prepare_train(cfg)
+    reporter = Reporter(cfg.num_proc, cfg.max_step, out=out, began=t0)
     reporter.write(_describe(data, time.perf_counter() - t0))
     save_dir = None if cfg.no_save_emb else next_model_dir(cfg.save_path, cfg.model_name, cfg.dataset).absolute()
     with tempfile.TemporaryDirectory(prefix="distgraph-kge-") as tmp:
@@ -140,7 +130,10 @@ def train_kge(cfg: TrainConfig, out: TextIO | None = None) -> RunResult:
 
 def _standalone(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, part_config: str) -> None:
     """The one trainer in this process, on the standalone runtime (restoring torch's thread count)."""
+    import torch
+
     from .. import distributed as dist
+    from .worker import run_trainer
 
     if dist.is_initialized():
         raise InputError("kge train runs its own runtime; call it in a process that did not call "
@@ -158,12 +151,12 @@ def dist_train_kge(cfg: TrainConfig, opts: DistOptions, out: TextIO | None = Non
     """`dglke_dist_train`: train on the machines of ip_config, over the partition of `kge partition`."""
     from ..cluster.ip_config import parse_ip_config
 
+    t0 = time.perf_counter()
     cfg = replace(cfg, num_proc=opts.num_client_proc)
     cfg.check()
-    create_model(cfg.model_name, cfg.hidden_dim, cfg.gamma, cfg.double_ent, cfg.double_rel)
     part_config = opts.part_config or str(partition_folder(cfg.data_path, cfg.dataset) / f"{cfg.dataset}.json")
     machines = parse_ip_config(opts.ip_config)
-    reporter = Reporter(len(machines) * opts.num_client_proc, cfg.max_step, out=out)
+    reporter = Reporter(len(machines) * opts.num_client_proc, cfg.max_step, out=out, began=t0)
     reporter.write(f"{cfg.dataset}: training on {len(machines)} machines x {opts.num_client_proc} trainers "
                    f"({part_config})")
     # trainer 0 saves on its machine, in the workspace (named here from what this host's copy holds)
@@ -180,47 +173,15 @@ def dist_train_kge(cfg: TrainConfig, opts: DistOptions, out: TextIO | None = Non
 
 def eval_kge(cfg: EvalConfig, out: TextIO | None = None) -> RunResult:
     """Filtered ranking of a saved model on its dataset's test triples, in this process."""
-    cfg.check()
-    saved = load_model(cfg.model_path)
-    t = saved.cfg
-    differ = [f"--{k} {getattr(cfg, k)!r} (saved: {getattr(t, k)!r})" for k in
-              ("model_name", "hidden_dim", "gamma") if getattr(cfg, k) is not None and getattr(cfg, k) != getattr(t, k)]
-    differ += [f"-{k[0:1]}{k.split('_')[1][0]} (saved without it)" for k in ("double_ent", "double_rel")
-               if getattr(cfg, k) and not getattr(t, k)]
-    if differ:
-        raise InputError(f"{cfg.model_path} was trained with other settings than {', '.join(differ)}; drop those "
-                         f"flags (kge eval reads them from the saved config.json)")
     t0 = time.perf_counter()
-    data = load_dataset(cfg.data_path or t.data_path, cfg.dataset or t.dataset, cfg.format or t.format,
-                        cfg.data_files or t.data_files, cfg.delimiter or t.delimiter,
-                        entities=saved.entities, relations=saved.relations)
-    if data.test is None:
-        raise InputError("no test triples to evaluate: give --data_files TRAIN VALID TEST")
+    inputs = prepare_eval(cfg)
     reporter = Reporter(1, 0, out=out)
-    reporter.write(_describe(data, time.perf_counter() - t0))
-    known = torch.from_numpy(np.concatenate([a for a in (data.train, data.valid, data.test) if a is not None]))
-    filt = None if cfg.no_eval_filter else TripleFilter.build(data.n_relations, known)
-    table = saved.tables["entity"]
-    gen = torch.Generator().manual_seed(cfg.seed)
-    train = torch.from_numpy(data.train)
+    reporter.write(_describe(inputs.data, time.perf_counter() - t0))
+    from .evaluate_saved import rank_saved  # torch: only once everything is checked
 
-    def draw(size: int) -> torch.Tensor:
-        if cfg.neg_deg_sample_eval:
-            pick = torch.randint(0, len(train), (size,), generator=gen)
-            return train[pick, torch.randint(0, 2, (size,), generator=gen) * 2]
-        return torch.randint(0, data.n_entities, (size,), generator=gen)
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.num_proc * cfg.num_thread)
     try:
         reporter.t_trained = time.perf_counter()
-        sums = evaluate(saved.model, lambda name, ids: saved.tables[name][ids],
-                        lambda q, cand: shard_counts(saved.model, q, table, 0, filt, cand),
-                        [n for n in saved.tables if n != "entity"],
-                        eval_share(torch.from_numpy(data.test), cfg.eval_percent, 0, 1, cfg.seed), data.n_entities,
-                        cfg.batch_size_eval, cfg.neg_sample_size_eval, draw)
-        reporter(("metrics", 0, "Test", sums))
+        reporter(("metrics", 0, "Test", rank_saved(cfg, inputs)))
     finally:
-        torch.set_num_threads(threads)
         reporter.close()
     return RunResult(Path(cfg.model_path), None, reporter.test_time, None, reporter.results)

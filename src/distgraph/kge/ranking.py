@@ -7,8 +7,9 @@ rows) scores its candidates (all of them, or the sampled ones the query names) i
 drops the known triples of the filter (the true triple among them) or, unfiltered, the
 true entity alone, and counts those scoring >= the target. The rank is 1 + the sum of the
 shards' counts, so no process ever holds more than its own shard: the single-machine
-`kge eval` is the same code with the whole table as one shard. A non-finite target ranks
-last (a model whose scores became NaN does not get MRR 1).
+`kge eval` is the same code with the whole table as one shard. A shard with non-finite rows
+is refused (a NaN candidate never scores >= the target, which would flatter the model); a
+non-finite target ranks last (a model whose scores became NaN does not get MRR 1).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..kvstore.handler import field
 from ..kvstore.store import KVStore
 from ..partition.layout import PartitionConfig
 from ..rpc.wire import WireError
+from .finite import check_finite
 from .models import KGEModel, create_model
 
 # Candidates scored at once: at most _MAX_BLOCK (a block of 4096 x 200 floats stays in cache
@@ -141,6 +143,8 @@ def shard_counts(model: KGEModel, q: Queries, shard: Tensor, first: int, filt: T
         block_ids = ids[start:start + block]
         cand = (shard[start:start + block] if candidates is None else shard[block_ids - first]).unsqueeze(0)
         scores = (model.heads(cand, rel, known) if q.corrupt_head else model.tails(known, rel, cand))[0]
+        if not bool(torch.isfinite(scores).all()):  # (a pass over the scores, not over the rows)
+            check_finite({"entity": shard.numpy()}, f"ranking against entities {first:,} to {first + len(shard) - 1:,}")
         lo, hi = int(block_ids[0]), int(block_ids[-1]) + 1
         inside = (cols >= lo) & (cols < hi)
         if candidates is None:

@@ -9,14 +9,14 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from .evaluate import METRICS, combine
+from .metrics import METRICS, combine
 
 
 class Reporter:
     """Message handler for `run_tasks`: training logs, a progress bar, evaluation results, timings."""
 
     def __init__(self, num_proc: int, max_step: int, on_trained: Callable[[], None] | None = None,
-                 out: TextIO | None = None):
+                 out: TextIO | None = None, began: float | None = None):
         self.num_proc = num_proc
         self.out = out or sys.stdout
         self.on_trained = on_trained
@@ -27,6 +27,7 @@ class Reporter:
         self.results: dict[str, dict[str, float]] = {}
         self.trained: list[tuple[int, int]] = []
         self.t_start = self.t_trained = time.perf_counter()
+        self.began = began  # when the command started (perf_counter), to say how long starting took
         self.started = 0
         self.remote_rows: list[float] = []
         self.train_time: float | None = None
@@ -66,6 +67,9 @@ class Reporter:
             self.started += 1
             if self.started == self.num_proc:
                 self.t_start = time.perf_counter()
+                if self.began is not None:
+                    self.write(f"{self.num_proc} training process{'es' * (self.num_proc > 1)} started "
+                               f"{self.t_start - self.began:.1f} s after the start")
         elif kind == "resumed":
             self.write(f"Resume from {msg[2]} at step {msg[3]}")
         elif kind == "saved":

@@ -3,7 +3,10 @@
 `<save_path>/<model>_<dataset>_<n>/` holds `<dataset>_<model>_entity.npy`,
 `<dataset>_<model>_relation.npy` (and `<dataset>_<model>projection.npy` for TransR), the
 entity and relation dictionaries (`entities.dict`, `relations.dict`: `id<TAB>name`) and
-`config.json` with every training setting, so `kge eval` can rebuild the model.
+`config.json` with every training setting, so `kge eval` can rebuild the model; and
+`entities.parquet` / `relations.parquet`: id, name and embedding of each (`result_tables.py`).
+Reading needs numpy only: `kge eval` checks a model (its settings, files, sizes, finite rows)
+before importing torch.
 """
 
 from __future__ import annotations
@@ -13,13 +16,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from ..errors import InputError
 from ..files import private_files
-from .config import TrainConfig
+from .config import TrainConfig, check_model, table_widths
 from .data import read_dict, write_dict
-from .models import KGEModel, create_model
+from .finite import check_finite
+from .result_tables import write_result_tables
 
 _SUFFIX = {"entity": "_entity", "relation": "_relation", "projection": "projection"}
 ENTITY_DICT = "entities.dict"
@@ -41,14 +44,15 @@ def _table_file(path: Path, cfg: TrainConfig, table: str) -> Path:
 
 
 @private_files()
-def save_model(path: Path, cfg: TrainConfig, tables: dict[str, torch.Tensor], entities: list[str],
+def save_model(path: Path, cfg: TrainConfig, tables: dict[str, np.ndarray], entities: list[str],
                relations: list[str]) -> None:
     """Write the embeddings (rows in the original ids), the id maps and config.json into `path`."""
     path.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
-        np.save(_table_file(path, cfg, name), table.numpy())
+        np.save(_table_file(path, cfg, name), np.asarray(table))
     write_dict(path / ENTITY_DICT, entities)
     write_dict(path / RELATION_DICT, relations)
+    write_result_tables(path, tables, entities, relations)
     conf = cfg.to_dict()
     conf.update(n_entities=len(entities), n_relations=len(relations), emap_file=ENTITY_DICT,
                 rmap_file=RELATION_DICT)
@@ -57,34 +61,44 @@ def save_model(path: Path, cfg: TrainConfig, tables: dict[str, torch.Tensor], en
 
 @dataclass
 class SavedModel:
-    """A model read back from disk."""
+    """A model read back from disk: its training settings, tables (name -> rows) and id maps."""
 
     cfg: TrainConfig
-    model: KGEModel
-    tables: dict[str, torch.Tensor]
+    tables: dict[str, np.ndarray]
     entities: list[str]
     relations: list[str]
 
 
 def load_model(path: str | Path) -> SavedModel:
-    """Read a directory written by `save_model` (or by dglke_train, given its dictionaries)."""
+    """Read a directory written by `save_model` (or by dglke_train, given its dictionaries);
+    a table with non-finite rows is refused."""
     root = Path(path)
     conf_file = root / "config.json"
     if not conf_file.is_file():
         raise InputError(f"{conf_file} does not exist: --model_path must be a folder written by "
                          f"`distgraph kge train` (e.g. ckpts/TransE_l2_FB15k_0)")
-    conf = json.loads(conf_file.read_text())
-    cfg = TrainConfig(**{f.name: conf[f.name] for f in fields(TrainConfig) if f.name in conf})
-    model = create_model(cfg.model_name, cfg.hidden_dim, cfg.gamma, cfg.double_ent, cfg.double_rel)
+    try:
+        conf = json.loads(conf_file.read_text())
+        cfg = TrainConfig(**{f.name: conf[f.name] for f in fields(TrainConfig) if f.name in conf})
+    except (ValueError, TypeError) as exc:  # also a config.json that is not an object
+        raise InputError(f"{conf_file} is not a config.json written by `distgraph kge train`: {exc}") from None
+    model = check_model(cfg.model_name, cfg.hidden_dim, cfg.double_ent, cfg.double_rel)
     tables = {}
-    for name in ("entity", *model.relation_tables()):
+    for name, width in table_widths(model, cfg.hidden_dim, cfg.double_ent, cfg.double_rel).items():
         f = _table_file(root, cfg, name)
         if not f.is_file():
             raise InputError(f"{f} does not exist: the model was saved without embeddings (--no_save_emb?)")
-        tables[name] = torch.from_numpy(np.load(f))
+        try:
+            tables[name] = np.load(f, allow_pickle=False)
+        except ValueError as exc:
+            raise InputError(f"{f} is not a readable .npy table ({exc}); train the model again") from None
+        if tables[name].ndim != 2 or tables[name].shape[1] != width or tables[name].dtype != np.float32:
+            raise InputError(f"{f} holds {tables[name].dtype} rows of shape {tables[name].shape}, not the float32 "
+                             f"rows of width {width} that config.json describes; train the model again")
     entities = read_dict(root / conf.get("emap_file", ENTITY_DICT))
     relations = read_dict(root / conf.get("rmap_file", RELATION_DICT))
     if (len(entities), len(relations)) != (len(tables["entity"]), len(tables["relation"])):
         raise InputError(f"{root}: the dictionaries list {len(entities)} entities and {len(relations)} relations "
                          f"but the embeddings have {len(tables['entity'])} and {len(tables['relation'])} rows")
-    return SavedModel(cfg, model, tables, entities, relations)
+    check_finite(tables, f"the model in {root}")
+    return SavedModel(cfg, tables, entities, relations)

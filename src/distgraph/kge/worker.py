@@ -7,18 +7,21 @@ entities in the KG partition: `kge.partition`), draws negatives from its machine
 entities (and a share from all entities), reads and updates rows through `KGETables` (rows of its machine in place, the
 others through their servers), ranks its share of the valid and test triples where the
 entity rows live (`ranking`), and reports what the parent prints as events: one JSON list
-per line on standard output behind `EVENT`, or straight to a callable in-process. Trainer 0
+per line on standard output (`kge.events`), or straight to a callable in-process. Trainer 0
 saves the embeddings in `kge train`'s layout, in the entities' original ids.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import gc
 import sys
+
+if __name__ == "__main__":  # a launched trainer: no collection while torch and the rest load (a third of
+    gc.disable()            # their import time); see the end of this module
+
+import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
@@ -28,16 +31,18 @@ from torch import Tensor
 
 from ..distributed import exit_client, get_context, initialize
 from ..distributed.checkpoint import CheckpointDir
-from ..distributed.runtime import barrier
+from ..distributed.runtime import all_gather, barrier
 from ..errors import DistGraphError, InputError
 from ..kvstore.client import PendingPull
 from ..malloc import keep_freed_memory
 from ..optim.row_adagrad import run_each
 from ..partition import load_partition
 from ..partition.layout import PartitionConfig
-from .config import TrainConfig
+from .config import TrainConfig, field_defaults
 from .data import read_dict
+from .events import emit_line, read_job
 from .evaluate import eval_share, evaluate
+from .finite import nonfinite_rows, refuse_nonfinite
 from .loss import add_regularization_grad, kge_loss
 from .models import KGEModel, create_model
 from .ranking import Queries, ShardRanker, model_spec
@@ -45,15 +50,13 @@ from .sampler import Batch, ChunkSampler
 from .save import save_model
 from .tables import KGETables
 
-JOB_ENV = "DISTGRAPH_KGE_JOB"  # the trainer's settings (JSON), from the parent
-EVENT = "@kge "
 STATS = ("loss", "pos_loss", "neg_loss", "regularization", "pos_score", "neg_score")
 _PROGRESS_SECONDS = 0.5
 # settings a resumed run shares with the run it continues (others, e.g. --max_step or logging, may change)
 MUST_MATCH = ("model_name", "dataset", "format", "data_files", "batch_size", "neg_sample_size", "neg_deg_sample",
-              "neg_adversarial_sampling", "adversarial_temperature", "hidden_dim", "lr", "gamma", "double_ent",
-              "double_rel", "regularization_coef", "regularization_norm", "num_proc", "seed", "rel_part",
-              "global_neg_share")
+              "neg_adversarial_sampling", "adversarial_temperature", "loss_genre", "pairwise", "margin", "hidden_dim",
+              "lr", "gamma", "double_ent", "double_rel", "regularization_coef", "regularization_norm", "num_proc", "seed",
+              "rel_part", "global_neg_share")
 
 Emit = Callable[[tuple], None]
 
@@ -83,7 +86,7 @@ def train_step(model: KGEModel, tables: KGETables, batch: Batch, wanted: list[tu
     else:
         neg_scores = model.tails(h.view(chunks, k, -1), by_chunk, neg)
     loss, pos_loss, neg_loss = kge_loss(pos, neg_scores, cfg.neg_adversarial_sampling, cfg.adversarial_temperature,
-                                        batch.neg_mask, batch.importance)
+                                        batch.neg_mask, batch.importance, cfg.loss_genre, cfg.margin, cfg.pairwise)
     loss.backward()
     reg = torch.zeros(())
     if cfg.regularization_coef > 0 and cfg.regularization_norm > 0:
@@ -111,6 +114,7 @@ class Trainer:
         self.lo, self.hi = ctx.book.node_range(ctx.machine_id, "_N")
         self.per_machine = ctx.num_trainers // ctx.num_machines
         self._ranker: ShardRanker | None = None
+        self.unlogged = ("pos_loss", "neg_loss") if cfg.pairwise else ()  # a pairwise loss has one term
 
     # ----------------------------------------------------------------- data
     def _array(self, rel: str) -> np.ndarray:
@@ -218,7 +222,7 @@ class Trainer:
                 t_progress = now
             if step % cfg.log_interval == 0 or step == cfg.max_step:
                 done = step % cfg.log_interval or cfg.log_interval
-                log = dict(zip(STATS, (acc / done).tolist()))
+                log = {k: v for k, v in zip(STATS, (acc / done).tolist()) if k not in self.unlogged}
                 log["steps/s"] = done / max(now - t_log, 1e-9)
                 self.emit(("log", ctx.rank, step, log))
                 acc.zero_()
@@ -239,11 +243,24 @@ class Trainer:
         self.emit(("pulled", ctx.rank, ctx.client.remote_rows.get(entity, 0) / max(trained, 1)))
         self.emit(("progress", ctx.rank, cfg.max_step))
         self.emit(("trained", ctx.rank, trained, trained * sampler.batch_size))
-        barrier()
+        if not self._finite():
+            return
         self._save()
         if cfg.test:
             self.emit(("metrics", ctx.rank, "Test", self.evaluate(self.eval_triples("test"))))
         barrier()
+
+    def _finite(self) -> bool:
+        """Whether every table is finite, after training (a barrier of every trainer): each trainer
+        counts the non-finite rows of its share of its machine's rows, the counts are summed, and
+        trainer 0 refuses a table with any (one error), the others stop quietly."""
+        mine = self.ctx.rank % self.per_machine
+        counts = {name: nonfinite_rows(t.local_partition.tensor_split(self.per_machine)[mine].numpy())
+                  for name, t in self.tables.tables.items()}
+        totals = {name: sum(c[name] for c in all_gather(counts)) for name in counts}
+        if self.ctx.rank == 0:
+            refuse_nonfinite(totals, {name: len(t) for name, t in self.tables.tables.items()}, "the trained model")
+        return not any(totals.values())
 
     def _ask_next(self, sampler: ChunkSampler) -> tuple[Batch, list[tuple[str, Tensor]], PendingPull]:
         """Draw the next batch and ask for its rows: (batch, the rows it wants, their pull)."""
@@ -261,6 +278,7 @@ class Trainer:
             return 1
         step, state = found
         saved, mine = json.loads(state["config"]), {k: getattr(cfg, k) for k in MUST_MATCH}
+        saved = {**{k: v for k, v in field_defaults(TrainConfig).items() if k in MUST_MATCH}, **saved}  # older runs
         differ = [f"--{k} {saved[k]!r} -> {mine[k]!r}" for k in MUST_MATCH if saved.get(k) != mine[k]]
         if differ:
             raise InputError(f"checkpoint {cfg.checkpoint_dir} was taken with other settings ({', '.join(differ)}); "
@@ -292,16 +310,12 @@ def run_trainer(cfg: TrainConfig, save_dir: str | None, emit: Emit) -> None:
     Trainer(cfg, save_dir, emit).run()
 
 
-def _emit_line(msg: tuple) -> None:
-    print(EVENT + json.dumps(list(msg)), flush=True)
-
-
 def main() -> int:
     """`python -m distgraph.kge.worker`: a trainer of a launched KGE job."""
     try:
-        job = json.loads(os.environ[JOB_ENV])
+        cfg, save_dir = read_job()
         initialize()
-        run_trainer(TrainConfig(**job["cfg"]), job["save_dir"], _emit_line)
+        run_trainer(cfg, save_dir, emit_line)
     except DistGraphError as exc:
         print(f"distgraph kge: error: {exc}", file=sys.stderr, flush=True)
         return 2
@@ -310,10 +324,9 @@ def main() -> int:
     return 0
 
 
-def job_env(cfg: TrainConfig, save_dir: str | None) -> str:
-    """The value of JOB_ENV for `cfg`."""
-    return json.dumps({"cfg": asdict(cfg), "save_dir": save_dir})
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    gc.freeze()  # the modules' objects live as long as the process: later collections, and exit's, skip them
+    gc.enable()
+    code = main()
+    gc.freeze()  # and what the run made: exit need not walk it (with torch's, that took 1-3 s)
+    sys.exit(code)

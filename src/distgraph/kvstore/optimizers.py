@@ -17,7 +17,7 @@ import torch
 from ..errors import InputError
 from . import kernels
 
-DTYPES = (torch.float32, torch.float64)  # row dtypes the optimisers update (numba kernels)
+DTYPES = (torch.float32, torch.float64)  # row dtypes the optimisers update (`kernels`)
 _PARAMS = {"adagrad": ("lr", "eps"), "adam": ("lr", "beta1", "beta2", "eps"), "rowadagrad": ("lr",)}
 # `rowadagrad` (DGL-KE's) keeps one accumulator per row in another tensor of the store, named
 # by the spec's `state`, so every process that maps the rows can apply it (`optim.row_adagrad`)

@@ -7,11 +7,14 @@ command line), then a heartbeat byte a second, `G` to start and `S` to stop. It 
 with one JSON object per line on standard output: `checked` (this host can run its part:
 the workspace and its partitions are there and match the launcher's) or `error` (it cannot;
 nothing was started), then `line` (a process printed a line), `exit` (a process ended),
-`stopped` (one has been stopped too long), `say` (a note) and `done`. The launcher says `G`
-once every host has checked, so a bad host stops the job before any process starts.
-When the lifeline ends (the launcher or the ssh session is gone), stays silent (the
-network is), or says stop, the agent stops every process it started, removes the job's
-shared memory on this host, and exits. Its processes hold lifelines to it in turn.
+`stopped` (one has been stopped too long), `say` (a note), `probe` (nothing: traffic on a
+silent session) and `done`. The launcher says `G` once every host has checked, so a bad
+host stops the job before any process starts.
+When the lifeline ends (the launcher or the ssh session is gone), stays silent while the
+session's connection stops answering (the network is gone: `cluster.tcp_link`), or says
+stop, the agent stops every process it started, removes the job's shared memory on this
+host, and exits. A launcher that is only busy or stopped answers through its host's kernel,
+and keeps its job. The agent's processes hold lifelines to it in turn.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import sys
 import threading
 import time
 
+from ..cluster.env import ssh_connection
 from ..cluster.lifeline import SILENCE_SECONDS, read_line, watch
+from ..cluster.tcp_link import reaches_peer
 from ..errors import DistGraphError
 from ..files import make_private
 from .plan import ProcessSpec
@@ -47,6 +52,19 @@ class _Events:
                 pass
 
 
+def write_files(host: str, files: dict[str, str]) -> None:
+    """The files the launcher sends (a Slurm job's ip_config), into the workspace only."""
+    for rel, text in files.items():
+        path = os.path.normpath(rel)
+        if os.path.isabs(path) or path.split(os.sep)[0] == "..":
+            raise DistGraphError(f"host {host}: {rel!r} lies outside the workspace; give --ip_config as a path "
+                                 f"inside it")
+        if os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+
 def check_host(job: dict) -> None:
     """The workspace and this host's partitions exist and are those the launcher has."""
     from ..partition.layout import PartitionConfig
@@ -55,6 +73,7 @@ def check_host(job: dict) -> None:
     if not os.path.isdir(workspace):
         raise DistGraphError(f"host {host} has no workspace {workspace}; copy the job there (distgraph copy)")
     os.chdir(workspace)
+    write_files(host, job.get("files", {}))
     check = job["check"]
     try:
         cfg = PartitionConfig.load(check["part_config"])
@@ -103,8 +122,17 @@ def main() -> int:
             go.set()
 
     # the launcher gone (or unreachable): clean up and exit from the lifeline's thread
-    watch(LIFELINE, job.get("lifeline_timeout", SILENCE_SECONDS), f"distgraph agent on {job['host']}",
-          "the launcher", cleanup=lambda: (lost.set(), finish()), on_data=on_data)
+    link = ssh_connection()
+    silence = job.get("lifeline_timeout", SILENCE_SECONDS)
+
+    def reachable() -> bool:
+        """Whether the session's connection still reaches the launcher's host: a `probe` event
+        (the launcher ignores it) travels on it, sent aside in case the session is not read."""
+        probe = threading.Thread(target=send, kwargs={"probe": True}, daemon=True)
+        return reaches_peer(*link, probe.start, silence)
+
+    watch(LIFELINE, silence, f"distgraph agent on {job['host']}", "the launcher",
+          cleanup=lambda: (lost.set(), finish()), on_data=on_data, reachable=None if link is None else reachable)
     try:
         check_host(job)
     except DistGraphError as exc:

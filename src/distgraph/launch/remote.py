@@ -1,4 +1,5 @@
-"""The launcher's side of another host: its agent (`launch.agent`) over one ssh session.
+"""The launcher's side of another host: its agent (`launch.agent`) over one ssh session (or,
+in a Slurm allocation, one `srun` step: `launch.srun`).
 
 The ssh client's standard input is the agent's lifeline (`cluster.lifeline`): the job
 description goes first, then heartbeats. The agent's events (output lines, exits, a
@@ -19,6 +20,7 @@ from typing import Callable
 from ..cluster.lifeline import SILENCE_SECONDS, Lifeline
 from .agent import GO, STOP
 from .plan import ProcessSpec
+from .srun import SrunOptions
 from .ssh import SshOptions, python_module_line
 from .supervisor import LineSink
 
@@ -29,9 +31,10 @@ STOP_SECONDS = 20.0  # for an agent to stop its processes and report done
 class RemoteHost:
     """The processes of one host that is not this one."""
 
-    def __init__(self, host: str, specs: list[ProcessSpec], job: dict, python: str, ssh: SshOptions,
+    def __init__(self, host: str, specs: list[ProcessSpec], job: dict, python: str, ssh: SshOptions | SrunOptions,
                  sink: LineSink, say: Callable[[str], None]):
         self.host, self.specs, self.sink, self.say = host, specs, sink, say
+        self.via = ssh.name
         self.codes: dict[str, int | None] = {s.label: None for s in specs}
         self.stopped: tuple[str, int] | None = None
         self.error: str | None = None
@@ -95,8 +98,8 @@ class RemoteHost:
                 t.join(timeout=1.0)
             if not self.done.is_set():
                 said = "; ".join(self._ssh_said) or "no message"
-                self.error = (f"lost the connection to host {self.host} (ssh exited with code {self.proc.returncode}: "
-                              f"{said})")
+                self.error = (f"lost the connection to host {self.host} ({self.via} exited with code "
+                              f"{self.proc.returncode}: {said})")
         if self.error is not None:
             return {label: LOST_CODE if code is None else code for label, code in self.codes.items()}
         return dict(self.codes)

@@ -26,6 +26,7 @@ from ..cluster.lifeline import beat_forever
 from ..cluster.shm_files import SHM_DIR, session_glob
 from .plan import LaunchOptions, Plan, ProcessSpec, make_plan, server_python
 from .remote import RemoteHost
+from .srun import SrunOptions
 from .ssh import SshOptions
 from .supervisor import STOPPED_SECONDS, HostSupervisor, LineSink, sweep_shared_memory
 
@@ -47,11 +48,12 @@ def _exit_code(returncode: int) -> int:
 class Job:
     """The running processes of one launch, on every host."""
 
-    def __init__(self, plan: Plan, ssh: SshOptions, sink: LineSink | None = None):
+    def __init__(self, plan: Plan, ssh: SshOptions | SrunOptions, sink: LineSink | None = None):
         self.plan, self.ssh = plan, ssh
         self.sink = sink or self._print
         self._lock = threading.Lock()
         self.specs = {s.label: s for s in plan.processes}
+        self.has_trainers = any(s.role == "trainer" for s in plan.processes)  # not so under `distgraph serve`
         self.local: HostSupervisor | None = None
         self.remotes: list[RemoteHost] = []
         self._stop_beats = threading.Event()
@@ -78,7 +80,8 @@ class Job:
         for spec in self.plan.processes:
             if not spec.local:
                 remote[spec.host].append(spec)
-        job = {"session": self.plan.session, "workspace": self.plan.workspace, "check": self.plan.check}
+        job = {"session": self.plan.session, "workspace": self.plan.workspace, "check": self.plan.check,
+               "files": self.plan.files}
         python = server_python(self.plan.processes[-1].command)
         for host, specs in remote.items():
             self.remotes.append(RemoteHost(host, specs, job, python, self.ssh, self.sink, self.say))
@@ -123,7 +126,7 @@ class Job:
             # a server that exited cleanly saw every goodbye (or a shutdown request): trainers may
             # still work on their own for as long as they like; one that still needs it fails by itself
             trainers_running = any(rc is None for label, rc in codes.items() if self.specs[label].role == "trainer")
-            if trainers_done_at is None and not trainers_running:
+            if trainers_done_at is None and not trainers_running and self.has_trainers:
                 trainers_done_at = time.monotonic()
             if trainers_done_at is not None and time.monotonic() - trainers_done_at > SERVER_GRACE_SECONDS:
                 self.say(f"servers still running {SERVER_GRACE_SECONDS:g} s after the trainers finished "
@@ -164,10 +167,11 @@ class Job:
 
 def launch(opts: LaunchOptions) -> int:
     """Plan and run a job; returns the exit code (that of the first failing process, or 0)."""
-    return run(make_plan(opts), opts.ssh)
+    plan = make_plan(opts)
+    return run(plan, plan.via)
 
 
-def run(plan: Plan, ssh: SshOptions = SshOptions(), sink: LineSink | None = None) -> int:
+def run(plan: Plan, ssh: SshOptions | SrunOptions = SshOptions(), sink: LineSink | None = None) -> int:
     """Run the job to completion; returns the launcher's exit code. Output lines go to `sink`
     (label, is stderr, text) if given, else are printed as `[label] text`."""
     job = Job(plan, ssh, sink)

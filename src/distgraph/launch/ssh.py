@@ -20,6 +20,7 @@ class SshOptions:
     username: str = ""
     key: str | None = None
     config: str | None = None
+    name: str = "ssh"  # how messages name this way of reaching a host
 
     def argv(self, host: str, remote_command: str) -> list[str]:
         """argv of the local ssh client that runs `remote_command` (a shell line) on `host`."""

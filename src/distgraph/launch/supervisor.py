@@ -2,7 +2,9 @@
 machines, the agent (`launch.agent`) for another host's.
 
 Each process runs under `/bin/sh -c` in a process group of its own, with a lifeline
-(`cluster.lifeline`) held here, so it ends if this supervisor dies. Its output is relayed
+(`cluster.lifeline`) held here, so it ends when this supervisor dies, and only then: the
+pipe's end is exact on one host, so no heartbeat is sent that a busy or stopped supervisor
+could fail to send. Its output is relayed
 line by line (`relay`). Stopping a process means its whole group: SIGTERM and SIGCONT (a
 stopped member gets it too), then SIGKILL to what is left after a grace period; the
 supervisor waits for the group's members themselves, not only for the shell, and reaps
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..cluster import env as E
-from ..cluster.lifeline import SILENCE_SECONDS, Lifeline, beat_forever
+from ..cluster.lifeline import Lifeline
 from ..cluster.shm_files import session_files, unlink
 from .plan import ProcessSpec
 from .processes import become_subreaper, members, reap_orphans, signal_group, stop_group_now
@@ -57,13 +59,10 @@ class HostSupervisor:
         become_subreaper()
         self.workspace, self.sink, self.say = workspace, sink, say
         self.running: list[Running] = []
-        self._stop_beats = threading.Event()
-        self._heart: threading.Thread | None = None
 
     def start(self, spec: ProcessSpec) -> None:
         lifeline = Lifeline()
-        env = {**os.environ, **spec.env, E.LIFELINE_FD: str(lifeline.read_fd),
-               E.LIFELINE_TIMEOUT: f"{SILENCE_SECONDS:g}"}
+        env = {**os.environ, **spec.env, E.LIFELINE_FD: str(lifeline.read_fd)}
         try:
             proc = subprocess.Popen(spec.command, shell=True, cwd=self.workspace, env=env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(lifeline.read_fd,),
@@ -79,8 +78,6 @@ class HostSupervisor:
             t = threading.Thread(target=relay_stream, args=(stream, emit), daemon=True)
             t.start()
             run.relays.append(t)
-        if self._heart is None:
-            self._heart = beat_forever(lambda: [r.lifeline for r in self.running], self._stop_beats)
 
     def exit_codes(self) -> dict[str, int | None]:
         """Label -> exit code of the shell running the command (None while it runs)."""
@@ -112,7 +109,6 @@ class HostSupervisor:
             self.say(f"{r.spec.label} still running {TERM_GRACE_SECONDS:g} s after SIGTERM; killing it")
             signal_group(r.proc.pid, signal.SIGKILL)
         self._wait_for(alive)
-        self._stop_beats.set()
         for r in self.running:
             r.lifeline.close()
             try:

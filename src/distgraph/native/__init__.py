@@ -11,13 +11,17 @@ import importlib.util
 from functools import lru_cache
 
 _MODULE = "distgraph.native._kernels"
-_i64, _int, _ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
+_i64, _int, _ptr, _dbl = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p, ctypes.c_double
 _SIGNATURES = {  # name: (restype, argtypes), as in the .c files
     "sym_count": (_i64, [_i64, _ptr, _ptr, _i64, _int, _ptr]),
     "sym_scatter": (None, [_i64, _ptr, _ptr, _int, _int, _ptr, _ptr]),
     "sym_rows": (_i64, [_i64, _i64, _ptr, _int, _int, _i64, _ptr, _ptr]),
     "gather_segments": (_i64, [_i64, _ptr, _ptr, _ptr, _int, _ptr]),  # segments.c
-    "gather_rows": (_i64, [_i64, _ptr, _ptr, _i64, _ptr]),  # segments.c
+    "gather_rows": (_i64, [_i64, _ptr, _ptr, _i64, _ptr]),  # rows.c
+    "gather_rows_at": (_i64, [_i64, _ptr, _ptr, _ptr, _i64, _ptr]),  # rows.c
+    "adagrad_rows": (_i64, [_i64, _ptr, _ptr, _ptr, _ptr, _ptr, _i64, _int, _dbl, _dbl, _int]),  # rows.c
+    "adam_rows": (_i64, [_i64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _i64, _int, _dbl, _dbl, _dbl, _dbl, _int]),
+    "row_adagrad_rows": (_i64, [_i64, _ptr, _ptr, _ptr, _ptr, _i64, _int, _dbl]),  # rows.c
     "add_counts": (None, [_i64, _ptr, _ptr]),  # segments.c
     "sample_count": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _i64, _ptr, _i64]),  # sampling.c
     "sample_uniform": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _i64, _ptr, _i64, _ptr, _ptr, _ptr, _ptr, _ptr]),

@@ -1,8 +1,7 @@
 /* Concatenating the segments values[indptr[r]:indptr[r+1]] of many rows r: numpy needs the
  * position of every element first (an array as big as the output) and then a gather; this
- * copies each segment directly. And gathering whole rows of a data array, one memcpy a row. */
+ * copies each segment directly. */
 #include <stdint.h>
-#include <string.h>
 
 /* out <- the segments of `rows`, in order, for 4- or 8-byte values; returns the count copied
  * (-1: another item size). */
@@ -22,13 +21,6 @@ int64_t gather_segments(int64_t nrows, const int64_t *rows, const int64_t *indpt
         return -1;
     }
     return k;
-}
-
-/* out <- rows `rows` of a C-ordered array of `row_bytes`-byte rows, in order (numpy's take takes
- * 1.5-2x as long for 400-byte rows); rows are not checked. Returns n. */
-int64_t gather_rows(int64_t n, const int64_t *rows, const char *values, int64_t row_bytes, char *out) {
-    for (int64_t i = 0; i < n; i++) memcpy(out + i * row_bytes, values + rows[i] * row_bytes, (size_t)row_bytes);
-    return n;
 }
 
 /* counts[ids[i]] += 1 for i < n: degrees from an edge stream, a chunk at a time, without a

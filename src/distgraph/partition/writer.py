@@ -18,8 +18,9 @@ from ..arrays import gather_rows, group_keys, inverse_permutation, offsets, uniq
 from ..errors import PartitionError
 from ..files import private_files
 from .assign import assign_parts, node_mask, positive_int
-from .layout import DataSpec, PartMeta, PartitionConfig, check_name, config_json, etype_key, part_files
+from .layout import DataSpec, PartMeta, check_name, config_json, etype_key, part_files
 from .in_edges import InEdges
+from .out_folder import check_out, clear_out, write_config
 from .relabel import EdgeOrder, NodeOrder, relabel_edges, relabel_nodes
 
 if TYPE_CHECKING:
@@ -225,20 +226,6 @@ class _PartWriter:
         return files, maps
 
 
-def _remove_previous(config: Path) -> None:
-    """Delete the files of an earlier partitioning of this name in this folder, which the new one
-    replaces: a partition or an array the new one does not write would otherwise stay. A config
-    that does not load is left alone, and only files inside its folder are touched."""
-    try:
-        old = PartitionConfig.load(config)
-    except PartitionError:
-        return
-    root = config.parent.resolve()
-    for f in old.files():
-        if f.resolve().is_relative_to(root):
-            f.unlink(missing_ok=True)
-
-
 def _per_type_orig(new2old: np.ndarray, ranges: np.ndarray, type_offset: int) -> np.ndarray:
     """Original per-type id of each of a type's new ids, from its [start, end) in every part.
     With one type the ranges tile all ids, and the map is `new2old` itself (no 32 MB gather)."""
@@ -299,6 +286,7 @@ def partition_graph(
     seed: int = 0,
     progress: bool = False,
     node_weights: np.ndarray | None = None,
+    overwrite: bool = False,
 ):
     """Partition `g` into `num_parts` parts under `out_path` and write `<graph_name>.json`
     (DGL's arguments, in DGL's order). `g` is a `Graph`, or an `ArrayGraph` of numpy arrays:
@@ -314,7 +302,8 @@ def partition_graph(
     or "vol"). `node_weights` (one or more non-negative ints per node) replaces the METIS
     balance constraints that `balance_ntypes`/`balance_edges` make. `graph_formats` and
     `use_graphbolt` are accepted for DGL's scripts: a partition here always serves sampling
-    from its CSC."""
+    from its CSC. A folder holds one graph's partition: an earlier partition of `graph_name`
+    there is replaced, another graph's only with `overwrite` (`out_folder`)."""
     t0 = time.perf_counter()
     check_name(graph_name, "graph name", allow_dot=True)
     for t in g.ntypes:
@@ -335,6 +324,7 @@ def partition_graph(
     train = node_mask(g, "train_mask")
     out = Path(out_path)
     out.mkdir(parents=True, exist_ok=True)  # an unusable folder fails now, not after METIS
+    check_out(out, graph_name, overwrite)
     bar = tqdm(total=3 + num_parts, desc=f"partition {graph_name}", unit="step", disable=not progress, leave=False)
     bar.set_postfix_str(f"assign ({part_method})")
     built: list[InEdges] = []  # the in-edge index needs no assignment: it is built beside METIS
@@ -348,7 +338,7 @@ def partition_graph(
     t_assign = time.perf_counter() - t0
     bar.update()
     bar.set_postfix_str("relabel and write")
-    _remove_previous(out / f"{graph_name}.json")  # the input passed every check: now it replaces them
+    clear_out(out, num_parts)  # the input passed every check: now it replaces what was there
     nodes = relabel_nodes(g, parts, num_parts)
     writer = _PartWriter(g, nodes, built.pop(), out, halo_hops, node_names, edge_names, node_store, edge_store)
     # Writing is gathers, sorts and file writes, which release the GIL: two threads use both cores.
@@ -392,7 +382,7 @@ def partition_graph(
         node_data=node_meta, edge_data=edge_meta, mapping=mapping, partitions=list(partitions))
     stats.total_seconds = time.perf_counter() - t0
     config["stats"] = stats.as_dict()
-    (out / f"{graph_name}.json").write_text(json.dumps(config, indent=1))
+    write_config(out / f"{graph_name}.json", json.dumps(config, indent=1))
     if not return_mapping:
         return stats
     import torch  # DGL returns tensors

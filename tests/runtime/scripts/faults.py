@@ -2,6 +2,7 @@
 
 train    GraphSAGE-like steps forever: sampler processes, DDP, DistEmbedding pushes (chaos)
 busy     compute forever without a word of output (a headless job)
+work     read rows of every machine for SECONDS s without a word, then a barrier and `done`
 stubborn ignore SIGTERM and sleep
 shutdown rank 0 stops the servers, then touches rows of its own machine
 split    node_split without torch.distributed; saves this trainer's share to OUT_DIR
@@ -57,6 +58,14 @@ elif mode == "busy":
     x = torch.randn(256, 256)
     while True:
         x = torch.tanh(x @ x)
+elif mode == "work":
+    ready()
+    feat, end = g.ndata["feat"], time.monotonic() + float(sys.argv[2])
+    while time.monotonic() < end:
+        feat[torch.randint(g.num_nodes(), (64,))]
+        time.sleep(0.01)
+    dg.barrier()
+    print(f"rank {ctx.rank} done", flush=True)
 elif mode == "stubborn":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     ready()

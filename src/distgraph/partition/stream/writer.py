@@ -17,8 +17,9 @@ edges as a stream and keeping only per-node arrays and one bucket of edges in me
 from __future__ import annotations
 
 import json
-import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,9 +31,11 @@ from ...errors import PartitionError
 from ...files import private_files
 from ..assign import SPLIT_MASKS, fill_empty_parts, positive_int
 from ..layout import DataSpec, PartMeta, check_name, config_json, part_files
-from ..writer import PartitionStats, _remove_previous
+from ..out_folder import check_out, clear_out, write_config
+from ..writer import PartitionStats
 from .adjacency import kaminpar_parts, row_buckets, write_parhip
 from ...files import check_space
+from ...malloc import release_freed_memory
 from .buckets import Buckets, id_dtype
 from .npyfile import NpyFile, save_rows
 from .source import StreamSource, from_array_graph
@@ -47,6 +50,23 @@ class Degrees:
 
     in_deg: np.ndarray
     out_deg: np.ndarray
+
+    @contextmanager
+    def on_disk(self, folder: Path) -> Iterator[None]:
+        """Out of memory while the body runs (the partitioner's peak): saved under `folder`,
+        dropped, read back after."""
+        files = [folder / ".in_degree.npy", folder / ".out_degree.npy"]
+        try:
+            np.save(files[0], self.in_deg)
+            np.save(files[1], self.out_deg)
+            self.in_deg = self.out_deg = None
+            release_freed_memory()
+            yield
+        finally:
+            if self.in_deg is None:
+                self.in_deg, self.out_deg = np.load(files[0]), np.load(files[1])
+            for f in files:
+                f.unlink(missing_ok=True)
 
 
 def data_meta(store: dict[str, dict], counts: dict[str, int], kind: str) -> tuple[dict, dict]:
@@ -143,10 +163,11 @@ def assign(source: StreamSource, deg: Degrees, num_parts: int, method: str, seed
     graph = scratch / ".undirected.parhip"
     try:
         write_parhip(source, deg.in_deg + deg.out_deg, graph, weights, 2 * bucket_edges, progress)
-        if method == "kaminpar":
-            parts = kaminpar_parts(graph, num_parts, seed, threads=threads).astype(np.int64)
-        else:
-            parts = _metis_on_file(graph, n, num_parts, seed, weights)
+        with deg.on_disk(scratch):
+            if method == "kaminpar":
+                parts = kaminpar_parts(graph, num_parts, seed, threads=threads).astype(np.int64)
+            else:
+                parts = _metis_on_file(graph, n, num_parts, seed, weights)
     finally:
         graph.unlink(missing_ok=True)
     return fill_empty_parts(parts, num_parts)
@@ -210,9 +231,10 @@ class _PartOut:
 def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_path: str | Path,
                      part_method: str = "kaminpar", balance_train: bool = False, balance_edges: bool = False,
                      seed: int = 0, parts: np.ndarray | None = None, bucket_edges: int | None = None,
-                     threads: int = 1, progress: bool = False) -> PartitionStats:
+                     threads: int = 1, progress: bool = False, overwrite: bool = False) -> PartitionStats:
     """Partition `source` into `num_parts` parts under `out_path` (one-hop halos); `parts`
-    gives the assignment instead of `part_method`. See the module docstring."""
+    gives the assignment instead of `part_method`. A folder holding another graph's partition
+    is refused unless `overwrite` (`out_folder`). See the module docstring."""
     t0 = time.perf_counter()
     check_name(graph_name, "graph name", allow_dot=True)
     num_parts = positive_int(num_parts, "num_parts")
@@ -228,9 +250,10 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
         for i, c in enumerate(source.canonical_etypes)}, "edge")
     out = Path(out_path)
     out.mkdir(parents=True, exist_ok=True)
+    check_out(out, graph_name, overwrite)
     T, R = len(source.ntypes), len(source.canonical_etypes)
-    if bucket_edges is None:  # about 80 bytes of working memory per edge of a bucket: a tenth of the edges,
-        bucket_edges = int(np.clip(m // 10, 1 << 20, 1 << 24))  # within [1M, 16M], keeps it near 8 B an edge
+    if bucket_edges is None:  # about 80 bytes of working memory per edge of a bucket: a twentieth of the
+        bucket_edges = int(np.clip(m // 20, 1 << 20, 1 << 23))  # edges, within [1M, 8M], keeps it near 4 B an edge
     bucket_edges = max(bucket_edges, -(-m // MAX_BUCKETS))
     id_t, eid_t = id_dtype(n), id_dtype(m)
     check_space(out, m * (2 * id_t.itemsize + eid_t.itemsize) + m * 8 * (2 if R > 1 else 1) + 16 * n,
@@ -249,14 +272,15 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
     # numbering, as relabel_nodes: by (part, node type, original id)
     key = parts * T + source.node_type_ids(np.arange(n)) if T > 1 else parts
     new2old, starts = group_keys(key, num_parts * T)
+    del key, parts  # the numbering holds the assignment: part p owns node_ranges[p]
+    new2old = new2old.astype(id_t)  # int32 when the ids fit: per-node arrays are the bulk of the memory
     node_ranges = np.stack([starts[:-1], starts[1:]], axis=1).reshape(num_parts, T, 2)
     old2new = inverse_permutation(new2old)
     part_starts = np.concatenate([node_ranges[:, 0, 0], [n]])
     bounds = _buckets_of_parts(deg.in_deg[new2old], part_starts, bucket_edges)
     bucket_part = np.searchsorted(part_starts, bounds[:-1], side="right") - 1
     config_path = out / f"{graph_name}.json"
-    _remove_previous(config_path)
-    config_path.unlink(missing_ok=True)  # from here until the new config, nothing here loads
+    clear_out(out, num_parts)  # from here until the new config, nothing here loads
     try:
         metas, node_files, edge_files, edge_ranges, cut = _write_parts(
             source, out, deg, old2new, new2old, node_ranges, bounds, bucket_part, node_names, edge_names,
@@ -265,24 +289,26 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
         _remove_files(out, num_parts, source, node_names, edge_names)
         raise
 
+    names_file = None
+    if source.node_names is not None:  # an edge list's string ids, by original id (as partition_graph keeps them)
+        names_file = "mapping/node_names.npy"
+        np.save(out / names_file, np.asarray(source.node_names))
     train = node_flag(source, "train_mask")
     stats = PartitionStats(
         num_parts=num_parts, part_nodes=[pm.num_inner_nodes for pm in metas],
         part_edges=[pm.num_inner_edges for pm in metas],
         part_halo=[pm.num_local_nodes - pm.num_inner_nodes for pm in metas],
-        part_train=np.bincount(parts[train], minlength=num_parts).tolist(),
+        part_train=[int(train[new2old[lo:hi]].sum()) for lo, hi in node_ranges[:, [0, -1], [0, 1]]],
         edge_cut=cut / m if m else 0.0, assign_seconds=t_assign, total_seconds=0.0)
     config = config_json(
         graph_name, n, m, part_method, 1, source.ntypes, source.canonical_etypes,
         node_map={t: node_ranges[:, i].tolist() for i, t in enumerate(source.ntypes)},
         edge_map={":".join(c): edge_ranges[:, i].tolist() for i, c in enumerate(source.canonical_etypes)},
         node_data=node_meta, edge_data=edge_meta,
-        mapping={"node": node_files, "edge": edge_files, "node_names": None}, partitions=metas)
+        mapping={"node": node_files, "edge": edge_files, "node_names": names_file}, partitions=metas)
     stats.total_seconds = time.perf_counter() - t0
     config["stats"] = stats.as_dict()
-    tmp = config_path.with_name(f".{config_path.name}.tmp")
-    tmp.write_text(json.dumps(config, indent=1))
-    os.replace(tmp, config_path)  # the partitioning exists, whole, from this rename on
+    write_config(config_path, json.dumps(config, indent=1))  # the partitioning exists, whole, from here on
     return stats
 
 
@@ -350,7 +376,7 @@ class _Writer:
         self.node_ranges, self.edge_ranges, self.new2old = node_ranges, edge_ranges, new2old
         self.node_names, self.edge_names, self.progress = node_names, edge_names, progress
         self.R = len(source.canonical_etypes)
-        self.local = np.full(source.num_nodes(), -1, dtype=np.int64)  # a part's halo nodes -> local ids
+        self.local = np.full(source.num_nodes(), -1, dtype=new2old.dtype)  # a part's halo nodes -> local ids
         num_parts = node_ranges.shape[0]
         # where each (part, edge type) block starts in that type's id map: earlier parts' blocks
         sizes = edge_ranges[:, :, 1] - edge_ranges[:, :, 0]

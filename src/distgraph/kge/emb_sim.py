@@ -1,0 +1,126 @@
+"""`distgraph kge emb-sim`: DGL-KE's `dglke_emb_sim`. The K most similar pairs of embeddings
+(rows of an `.npy`, e.g. a saved model's entity or relation table) from a left and a right
+list (`*`: all rows), overall, pair by pair, or per left object (`--exec_mode`), under cosine,
+negative l2 / l1 distance, dot product or extended Jaccard similarity. Similarities are
+computed a block of left rows at a time and the K best kept as blocks come."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+FORMATS = ("l_r", "l_*", "*_r", "*")
+EXEC_MODES = ("pairwise", "all", "batch_left")
+SIM_FUNCS = ("cosine", "l2", "l1", "dot", "ext_jaccard")
+BLOCK = 1 << 22
+
+
+@dataclass
+class EmbSimConfig:
+    emb_file: str
+    format: str
+    data_files: list[str]
+    raw_data: bool = False
+    exec_mode: str = "all"
+    topk: int = 10
+    sim_func: str = "cosine"
+    output: str = "result.tsv"
+    mfile: str | None = None
+
+    def check(self) -> None:
+        if self.format not in FORMATS:
+            raise InputError(f"--format {self.format!r} is not one of {', '.join(FORMATS)}")
+        if self.exec_mode not in EXEC_MODES:
+            raise InputError(f"--exec_mode {self.exec_mode!r} is not one of {', '.join(EXEC_MODES)}")
+        if self.sim_func not in SIM_FUNCS:
+            raise InputError(f"--sim_func {self.sim_func!r} is not one of {', '.join(SIM_FUNCS)}")
+        if self.topk < 1:
+            raise InputError(f"--topK must be at least 1, got {self.topk}")
+        given = [x for x in self.format.split("_") if x != "*"]
+        if len(self.data_files or []) != len(given):
+            raise InputError(f"--format {self.format} reads {len(given)} list(s) but --data_files names "
+                             f"{len(self.data_files or [])}")
+        if self.exec_mode == "pairwise" and self.format != "l_r":
+            raise InputError("--exec_mode pairwise compares the i-th left with the i-th right object: use --format l_r")
+
+
+def similarity(x, y, func: str, pairwise: bool = False):
+    """Similarities (len(x), len(y)) of every row of x with every row of y, or of x[i] with y[i]."""
+    import torch
+
+    if func in ("l1", "l2"):
+        p = 1 if func == "l1" else 2
+        return -(torch.linalg.vector_norm(x - y, ord=p, dim=-1) if pairwise
+                 else torch.cdist(x, y, p=p, compute_mode="donot_use_mm_for_euclid_dist"))  # exact: 0 to itself
+    dot = (x * y).sum(-1) if pairwise else x @ y.T
+    if func == "dot":
+        return dot
+    nx, ny = x.norm(dim=-1), y.norm(dim=-1)
+    if not pairwise:
+        nx, ny = nx.unsqueeze(1), ny.unsqueeze(0)
+    return dot / (nx * ny) if func == "cosine" else dot / (nx ** 2 + ny ** 2 - dot)
+
+
+def emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
+    """The result columns (left, right, score) of `cfg`, names with --raw_data."""
+    import torch
+
+    with torch.no_grad():
+        return _emb_sim(cfg)
+
+
+def _emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
+    import numpy as np
+    import torch
+
+    from .infer_io import Names, read_ids
+    from .topk import RunningTopK, row_topk
+
+    cfg.check()
+    path = Path(cfg.emb_file)
+    if not path.is_file():
+        raise InputError(f"--emb_file {path} does not exist; pass an embedding table (.npy) such as a saved "
+                         f"model's <dataset>_<model>_entity.npy")
+    names = Names(cfg.mfile, "--mfile") if cfg.raw_data else None
+    try:
+        emb = torch.from_numpy(np.load(path, allow_pickle=False)).float()
+    except (ValueError, OSError) as exc:
+        raise InputError(f"--emb_file {path} is not a .npy array ({exc})") from None
+    if emb.dim() != 2:
+        raise InputError(f"--emb_file {path} holds an array of shape {list(emb.shape)}; it needs one row per object")
+    files = iter(cfg.data_files or [])
+    left, right = (torch.from_numpy(np.arange(len(emb)) if part == "*" else read_ids(next(files), len(emb), "object",
+                                                                                       names))
+                   for part in (cfg.format.split("_") + ["*"])[:2])
+    nl, nr, k = len(left), len(right), cfg.topk
+    if cfg.exec_mode == "pairwise":
+        if nl != nr:
+            raise InputError(f"--exec_mode pairwise needs lists of one length; got {nl} left and {nr} right")
+        top = RunningTopK(k)
+        top.add(similarity(emb[left], emb[right], cfg.sim_func, pairwise=True), torch.arange(nl))
+        l, r, s = left[top.index], right[top.index], top.scores
+    else:
+        step = max(1, BLOCK // max(nr, 1))
+        top, pieces = RunningTopK(k), []
+        for i in range(0, nl, step):
+            ls = torch.arange(i, min(i + step, nl))
+            scores = similarity(emb[left[ls]], emb[right], cfg.sim_func)
+            if cfg.exec_mode == "all":
+                top.add(scores, ls.unsqueeze(1) * nr + torch.arange(nr))
+            else:
+                val, col = row_topk(scores, k)
+                pieces.append((left[ls].unsqueeze(1).expand_as(col), right[col], val))
+        if cfg.exec_mode == "all":
+            l, r, s = left[top.index // nr], right[top.index % nr], top.scores
+        else:
+            l, r, s = (torch.cat([p[j].reshape(-1) for p in pieces]) for j in range(3))
+    l, r = l.numpy(), r.numpy()
+    if names is not None:
+        l, r = names.names[l], names.names[r]
+    return {"left": l, "right": r, "score": s.float().numpy()}
