@@ -5,11 +5,12 @@ though all hosts share this machine's cores), each against its limit in the same
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/cluster.py [--measure pull sampling train security]
 
 - `pull`: a `DistTensor` pull of 10,000 random rows (128 float32) owned by machine 1 (host 1)
-  by the trainer of machine 0 (host 0), and a push of 10,000 distinct rows with server-side
-  Adagrad (awaited), each against its limit: a bare ZeroMQ client on host 0 moving the same
-  bytes to and from a bare server on host 1 (the ids out and a ready 5 MB buffer back; the
-  ids and gradients out and an acknowledgement back), with the job's authentication. The
-  trainer alternates limit and ours, `--rounds` times; medians.
+  by the trainer of machine 0 (host 0), a push (assignment) of 10,000 distinct rows, and the
+  same push with server-side Adagrad (awaited), each against its limit: a bare ZeroMQ client
+  on host 0 moving the same bytes to and from a bare server on host 1 with the job's
+  authentication (the ids out and a ready 5 MB buffer back; the ids and rows out, stored by
+  an index_copy_ or stepped by the same Adagrad row kernel, and an acknowledgement back).
+  The trainer alternates limit and ours, `--rounds` times; medians.
 - `sampling`: 2 machines on 2 hosts, each trainer's [10, 25] loader (sampling only), against
   the same seed batches sampled in one process on the same partition (the limit,
   `train_graphsage.sampling_limit`), alternating.
@@ -55,11 +56,14 @@ def _credentials(mechanism: str):
     return None if mechanism == "null" else Credentials(SECRET, mechanism == "curve")
 
 
-def echo(port: int, mechanism: str, host: str) -> None:
-    """On host 1: a bare server. `pull` gets a ready 10k-row buffer back, `push` an acknowledgement."""
+def echo(port: int, mechanism: str, host: str, table_rows: int) -> None:
+    """On host 1: a bare server. `pull` gets a ready 10k-row buffer back; `push` stores the rows
+    (an index_copy_) and `push_adagrad` applies the Adagrad row kernel our servers use, each
+    answered with an acknowledgement."""
     import torch
     import zmq
 
+    from distgraph.kvstore import kernels
     from distgraph.malloc import keep_freed_memory
     from distgraph.rpc.auth import Authenticator
 
@@ -72,10 +76,18 @@ def echo(port: int, mechanism: str, host: str) -> None:
         creds.server(sock, "echo")
     sock.bind(f"tcp://{host}:{port}")
     rows = torch.randn(IDS, DIM).numpy()
+    table, state = torch.zeros(table_rows, DIM), torch.zeros(table_rows, DIM)  # where pushed rows land
     while True:
-        ident, op, *_ = sock.recv_multipart(copy=False)
+        ident, op, *arrays = sock.recv_multipart(copy=False)
         if op.bytes == b"stop":
             break
+        if op.bytes != b"pull":  # the rows arrive where they belong: stored, or one Adagrad step
+            ids = torch.frombuffer(arrays[0].buffer, dtype=torch.int64)
+            grads = torch.frombuffer(arrays[1].buffer, dtype=torch.float32).view(-1, DIM)
+            if op.bytes == b"push":
+                table.index_copy_(0, ids, grads)
+            else:
+                kernels.adagrad(table, state, ids, ids, grads, 0.01, 1e-10)
         sock.send_multipart([ident, rows if op.bytes == b"pull" else b"ok"], copy=False)
     sock.close()
     if auth:
@@ -107,9 +119,9 @@ class BareClient:
         self._wait()
         self.sock.recv_into(self.dest.numpy())
 
-    def push(self, ids, rows) -> None:
-        """The ids and rows out, an acknowledgement back."""
-        self.sock.send_multipart([b"push", ids.numpy(), rows.numpy()], copy=False)
+    def push(self, ids, rows, op: bytes = b"push") -> None:
+        """The ids and rows out (stored, or `push_adagrad`: their Adagrad step), an acknowledgement back."""
+        self.sock.send_multipart([op, ids.numpy(), rows.numpy()], copy=False)
         self._wait()
         self.sock.recv()
 
@@ -150,8 +162,9 @@ def pull_trainer(args: argparse.Namespace) -> None:
         bare = BareClient(args.echo, "plain")
         figures = {
             "pull": (lambda: t[ids], lambda: bare.pull(ids)),
+            "push": (lambda: t.push_rows(unique, grads), lambda: bare.push(unique - lo, grads)),
             "push_adagrad": (lambda: (t.push_rows(unique, grads, adagrad), ctx.client.flush()),
-                             lambda: bare.push(unique, grads)),
+                             lambda: bare.push(unique - lo, grads, b"push_adagrad")),
         }
         out = {k: {"ours": [], "limit": []} for k in figures}
         for r in range(args.rounds):
@@ -178,7 +191,7 @@ class Bench:
         from distgraph.data import generate_sbm
         from distgraph.partition import partition_graph
 
-        self.bed, self.tmp, self.workspace = bed, tmp, WORKSPACE
+        self.bed, self.tmp, self.workspace, self.rows = bed, tmp, WORKSPACE, rows
         self.src = tmp / "src"
         g = generate_sbm(rows, 10 * rows, num_classes=8, feat_dim=DIM, seed=0)
         for parts in (2, 3):
@@ -206,7 +219,7 @@ class Bench:
         h1 = self.bed.hosts[1]
         me = f"{PY} {self.workspace}/benchmarks/cluster.py"
         server = subprocess.Popen(self.bed.ssh_argv(h1, f"{me} --role echo --port {port} --mechanism {mechanism} "
-                                                        f"--host {h1.ip}"), stdin=subprocess.DEVNULL)
+                                                        f"--host {h1.ip} --rows {self.rows}"), stdin=subprocess.DEVNULL)
         time.sleep(1.0)
         return server
 
@@ -325,7 +338,7 @@ def main() -> int:
         ap.add_argument(hidden, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.role == "echo":
-        echo(int(args.port), args.mechanism, args.host)
+        echo(int(args.port), args.mechanism, args.host, args.rows)
         return 0
     if args.role == "fetch":
         fetch(int(args.port), args.mechanism, args.host, args.seconds)

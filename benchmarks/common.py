@@ -26,12 +26,15 @@ def report_load(when: str) -> float:
 
 def report_ratio(key: str, ours: Sequence[float], limit: Sequence[float], target: float | None = None,
                  at_most: bool = False) -> float:
-    """Print each round's figures and the ratio of the medians (`key_ratio`), scored against `target`
-    (at least, or with `at_most` at most); returns the ratio."""
+    """Print each round's figures and ratio, and the median of the rounds' ratios (`key_ratio`):
+    each round takes ours and the limit back to back, so a ratio is paired against the load of
+    its moment. Scored against `target` (at least, or with `at_most` at most); returns the ratio."""
     runs = lambda xs: " ".join(f"{x:.4g}" for x in xs)  # noqa: E731
+    ratios = [o / l for o, l in zip(ours, limit)]
     report(f"{key}_ours_runs", runs(ours))
     report(f"{key}_limit_runs", runs(limit))
-    ratio = statistics.median(ours) / statistics.median(limit)
+    report(f"{key}_ratio_runs", runs(ratios))
+    ratio = statistics.median(ratios)
     report(f"{key}_ratio", ratio)
     if target is not None:
         met = ratio <= target if at_most else ratio >= target

@@ -197,13 +197,15 @@ def limit_loop(data_path: str, model_name: str, steps: int) -> float:
     """Steps/s of the step's arithmetic alone: batches drawn beforehand, both tables plain
     tensors in this process, each step a gather of its rows, the scores, loss and gradients
     (autograd over the model's score functions), the norm-3 penalty's gradient, and row-wise
-    Adagrad on the summed gradients of its distinct rows, in torch operations."""
+    Adagrad on the summed gradients of its distinct rows (the row kernel the servers use)."""
     import torch
 
     from distgraph.kge.data import load_dataset
     from distgraph.kge.loss import add_regularization_grad, kge_loss
     from distgraph.kge.models import create_model
     from distgraph.kge.sampler import ChunkSampler
+    from distgraph.kvstore import kernels
+    from distgraph.optim.sparse import coalesce
 
     torch.set_num_threads(1)
     cfg = STEP_RECIPES[model_name]
@@ -217,12 +219,8 @@ def limit_loop(data_path: str, model_name: str, steps: int) -> float:
                            cfg["neg_sample_size"], seed=1)
     batches = [next(sampler) for _ in range(min(steps, 200))]
 
-    def update(table, state, ids, grad):
-        uniq, inverse = torch.unique(ids, return_inverse=True)
-        summed = torch.zeros(len(uniq), grad.shape[1]).index_add_(0, inverse, grad)
-        s = state.index_select(0, uniq) + summed.square().mean(1)
-        state.index_copy_(0, uniq, s)
-        table.index_add_(0, uniq, summed.mul_((-cfg["lr"] / (s.sqrt() + 1e-10)).unsqueeze(1)))
+    def update(table, state, ids, grad):  # the distinct rows' summed gradients, one row-wise Adagrad pass
+        kernels.row_adagrad(table, state, *coalesce(ids, grad), cfg["lr"])
 
     def step(b):
         n, chunks = len(b.h), b.num_chunks
