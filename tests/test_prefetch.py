@@ -45,6 +45,25 @@ def test_node_batches_made_ahead_equal_those_made_in_the_calling_thread(sbm, thr
         assert len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b))
 
 
+
+def test_an_epochs_plan_names_the_batches_iteration_makes(sbm, monkeypatch):
+    """`epoch_plan` (seeds and the seed of their draws per batch) takes the generator's draws an
+    epoch takes, and each planned batch made anywhere equals the one iteration yields."""
+    seeds = torch.nonzero(sbm.ndata["train_mask"]).flatten()
+    loader = DistNodeDataLoader(sbm, seeds, MultiLayerNeighborSampler([5, 3]), batch_size=37, shuffle=True,
+                                generator=torch.Generator().manual_seed(9))
+    state = loader.generator.get_state()
+    plan = loader.epoch_plan()
+    after_plan = loader.generator.get_state()
+    loader.generator.set_state(state)
+    iterated = batches(loader, 2, monkeypatch)
+    assert torch.equal(loader.generator.get_state(), after_plan)
+    assert len(plan) == len(iterated) == len(loader) > 3
+    assert torch.equal(torch.cat([s for s, _ in plan]).sort().values, seeds.sort().values)  # each seed once
+    for job, got in zip(plan, iterated):
+        made = flat(loader.present(loader.collate(job)))
+        assert len(made) == len(got) and all(torch.equal(x, y) for x, y in zip(made, got))
+
 def test_edge_batches_with_a_users_negative_sampler_are_made_by_one_thread_in_order(sbm, monkeypatch):
     threads = set()
 
