@@ -11,6 +11,10 @@ from typing import Callable, Sequence
 
 from distgraph.cluster.hosts import free_ports
 
+# ../shared beside the checkout (peers' scripts, data sets), found from a worktree nested deeper too
+SHARED = next((p / "shared" for p in Path(__file__).resolve().parents[1].parents if (p / "shared").is_dir()),
+              Path(__file__).resolve().parents[2] / "shared")
+
 
 def report(key: str, value) -> None:
     print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}", flush=True)

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import torch
 
-from common import neutral_npz, report, report_load, report_ratio, time_loader
+from common import SHARED, neutral_npz, report, report_load, report_ratio, time_loader
 
 REPO = Path(__file__).resolve().parents[1]
-PEER_SCRIPT = REPO.parent / "shared" / "peers" / "dgl" / "standalone_bench.py"
+PEER_SCRIPT = SHARED / "peers" / "dgl" / "standalone_bench.py"
 TARGET = 1.5  # ours / DGL, issue 17
 SCALING = 1.8  # 2 threads / 1 thread, issue 27
 # DGL 2.1.0 measured on this machine kind, idle, by issue 17 (not this run)

@@ -41,14 +41,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
-PEER_SCRIPTS = ROOT.parent / "shared" / "peers" / "dgl"
 # DGL 2.1.0's warm epoch (10 steps) on this machine kind, idle, by issue 17: printed as
 # recorded when the peer is not measured in this run
 DGL_10_STEPS_SECONDS_RECORDED = "0.74-0.82"
 TARGET = 0.7  # our warm epoch / DGL's, issue 17
 FANOUTS = [10, 25]
 BATCH = 1000
-from common import report, report_load, report_ratio  # noqa: E402
+from common import SHARED, report, report_load, report_ratio  # noqa: E402
+
+PEER_SCRIPTS = SHARED / "peers" / "dgl"
 
 
 def _loader(g, book, sample_only: bool, prefetch: bool, seed: int = 0):
