@@ -1,7 +1,11 @@
 """Scale benchmark: tiers of one generator (10M, 100M, 1B edges), each generated in DGL's chunked
 format, partitioned into 4 by `distgraph partition` as a user runs it (no method flag), and by the
-in-memory METIS path where it fits, for the edge-cut ratio. Each command runs as a child under
-`/usr/bin/time`, so its peak RSS is its own. Every tier's files are removed before the next.
+in-memory METIS path where it fits, for the edge-cut ratio; then trained on: 4 machines launched on
+this host (1 server, 1 trainer each), each trainer sampling `--steps` batches alone and then
+taking `--steps` GraphSAGE steps ([10, 25], batch 1000). Each partition command runs as a child
+under `/usr/bin/time`, so its peak RSS is its own; the training job's processes are watched for
+their peak RSS and PSS (shared pages counted once), and the job's total. Every tier's files are
+removed before the next.
 
 The graph is `generate sbm` shaped like ogbn-papers100M: 10 edges a node, 172 communities, a
 heavy degree tail (exponent 2.1, weights up to 1000x), 16 float16 features.
@@ -9,7 +13,10 @@ heavy degree tail (exponent 2.1, weights up to 1000x), 16 float16 features.
     python benchmarks/scale.py --tiers 10M 100M --workdir /var/tmp/distgraph-scale [--metis_up_to 100M]
 
 Prints `key: value` lines per tier (tier_<E>_...): partition seconds and peak RSS, bytes per
-edge at the peak, bytes on disk, edge cut, and METIS's cut and ratio where measured.
+edge at the peak, bytes on disk, edge cut, METIS's cut and ratio where measured, and the training
+job's seeds/s, step time, start-up and memory. With `--peer_python`, DGL 2.1.0's `partition_graph`
+(METIS, 4 parts, ../shared/peers/dgl/partition_bench.py) on the same graph up to `--peer_up_to`,
+in a memory cgroup capped at `--peer_memory_gb` so an out-of-memory end is its own and recorded.
 """
 
 from __future__ import annotations
@@ -21,10 +28,15 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-from common import report
+import psutil
+
+from common import loopback_ip_config, report
+
+HERE = Path(__file__).resolve().parent
 
 SUFFIX = {"K": 10**3, "M": 10**6, "B": 10**9}
 
@@ -45,6 +57,121 @@ def timed(argv: list[str], log: Path) -> tuple[float, int, str]:
     return seconds, peak, done.stdout
 
 
+class TreeMemory:
+    """Peak RSS and PSS of every process under `pid`, and the peak of their PSS sum, polled."""
+
+    def __init__(self, pid: int, interval: float = 1.0):
+        self.root, self.interval = psutil.Process(pid), interval
+        self.peak: dict[int, tuple[str, int, int]] = {}  # pid -> (name, rss, pss)
+        self.total_pss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            total = 0
+            for p in self.root.children(recursive=True):
+                try:
+                    info, cmd = p.memory_full_info(), " ".join(p.cmdline()[1:4])
+                except psutil.Error:
+                    continue
+                name, rss, pss = self.peak.get(p.pid, (cmd, 0, 0))
+                self.peak[p.pid] = (name, max(rss, info.rss), max(pss, info.pss))
+                total += info.pss
+            self.total_pss = max(self.total_pss, total)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def train(parts: Path, tier: str, machines: int, steps: int, workdir: Path) -> None:
+    """Launch `machines` machines on this host on the tier's partitions and report the trainers'
+    figures and the job's memory."""
+    ip = loopback_ip_config(workdir / "ip_config.txt", machines)
+    cmd = [sys.executable, "-m", "distgraph.cli.main", "launch", "--workspace", str(workdir),
+           "--num_trainers", "1", "--num_servers", "1", "--num_samplers", "0", "--num_omp_threads", "1",
+           "--part_config", str(parts / "g.json"), "--ip_config", str(ip),
+           f"{sys.executable} {HERE / 'scale_train.py'} --graph_name g --steps {steps} --num_classes 172"]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(HERE)})
+    memory = TreeMemory(proc.pid)
+    out, err = proc.communicate()
+    memory.stop()
+    wall = time.perf_counter() - t0
+    (workdir / "train.log").write_text(out + err)
+    if proc.returncode:
+        raise SystemExit(f"training on the {tier} tier failed ({proc.returncode}); see {workdir / 'train.log'}")
+    rows = [dict(kv.split("=") for kv in m.group(1).split()) for m in re.finditer(r"RESULT (.*)", out)]
+    seeds_per_s = [float(r["seeds"]) / float(r["sample_seconds"]) for r in rows]
+    report(f"tier_{tier}_train_wall_seconds", wall)
+    report(f"tier_{tier}_trainer_ready_seconds_max", max(float(r["ready"]) for r in rows))
+    report(f"tier_{tier}_sampled_seeds_per_s_total_first_pass", sum(seeds_per_s))
+    warm = sum(float(r["warm_seeds"]) / float(r["warm_seconds"]) for r in rows)
+    report(f"tier_{tier}_sampled_seeds_per_s_total_warm", warm)
+    report(f"tier_{tier}_step_seconds_max", max(float(r["train_seconds"]) / float(r["steps"]) for r in rows))
+    report(f"tier_{tier}_final_loss", float(rows[0]["loss"]))
+    servers = [v for v in memory.peak.values() if "server" in v[0] or "serve" in v[0]]
+    trainers = [v for v in memory.peak.values() if "scale_train" in v[0]]
+    for kind, group in (("server", servers), ("trainer", trainers)):
+        if group:
+            report(f"tier_{tier}_{kind}_peak_rss_mb_max", max(v[1] for v in group) / 2**20)
+            report(f"tier_{tier}_{kind}_peak_pss_mb_max", max(v[2] for v in group) / 2**20)
+    report(f"tier_{tier}_job_peak_pss_gb", memory.total_pss / 2**30)
+
+
+PEER_SCRIPT = HERE.parents[1] / "shared" / "peers" / "dgl" / "partition_bench.py"
+CGROUP = Path("/sys/fs/cgroup/memory")
+
+
+def peer_npz(graph: Path, out: Path) -> Path:
+    """The tier's graph as the peer's script reads it (src, dst, num_nodes, node arrays)."""
+    import numpy as np
+
+    from distgraph.data.chunked import ChunkedGraph
+
+    g = ChunkedGraph(graph)
+    (c,) = g.canonical_etypes
+    src, dst = (np.concatenate(a) for a in zip(*g.edge_chunks(c, piece=1 << 24)))
+    nodes = {k: np.asarray(v) for k, v in g.node_data["_N"].items()}
+    np.savez(out, src=src, dst=dst, num_nodes=np.int64(g.num_nodes["_N"]), **nodes)
+    return out
+
+
+def dgl_partition(python: str, npz: Path, parts: int, out: Path, cap_gb: float, tier: str) -> None:
+    """DGL's partition_graph (METIS) on `npz`, in its own memory cgroup; its figures or its end."""
+    group = CGROUP / f"distgraph-scale-peer-{os.getpid()}"
+    group.mkdir()
+    try:
+        (group / "memory.limit_in_bytes").write_text(str(int(cap_gb * 2**30)))
+        (group / "memory.memsw.limit_in_bytes").write_text(str(int(cap_gb * 2**30))) \
+            if (group / "memory.memsw.limit_in_bytes").exists() else None
+        t0 = time.perf_counter()
+        done = subprocess.run(
+            ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"', python, str(PEER_SCRIPT),
+             "--method", "metis", "--parts", str(parts), "--npz", str(npz), "--out-root", str(out)],
+            capture_output=True, text=True, env={**os.environ, "DGLBACKEND": "pytorch"})
+        seconds = time.perf_counter() - t0
+        peak = int((group / "memory.max_usage_in_bytes").read_text())
+        oom = "oom_kill 1" in (group / "memory.oom_control").read_text() or done.returncode in (-9, 137)
+    finally:
+        group.rmdir()
+    wall = re.search(r"partition_graph_wall_s: ([\d.]+)", done.stdout)
+    if done.returncode or not wall:
+        why = f"out of memory at the {cap_gb:g} GB cap" if oom else f"failed ({done.returncode})"
+        report(f"tier_{tier}_dgl_partition", f"{why} after {seconds:.0f} s (cgroup peak {peak / 2**30:.1f} GB)")
+        return
+    report(f"tier_{tier}_dgl_partition_graph_seconds", float(wall.group(1)))
+    report(f"tier_{tier}_dgl_command_seconds", seconds)
+    rss = re.search(r"peak_rss_mb: (\d+)", done.stdout)
+    report(f"tier_{tier}_dgl_peak_rss_mb", float(rss.group(1)) if rss else float("nan"))
+    cut = re.search(r"edge_cut_frac: ([\d.]+)", done.stdout)
+    if cut:
+        report(f"tier_{tier}_dgl_edge_cut", float(cut.group(1)))
+
+
 def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -56,6 +183,12 @@ def main() -> None:
     ap.add_argument("--workdir", default="/var/tmp/distgraph-scale")
     ap.add_argument("--metis_up_to", default="100M", help="measure the in-memory METIS path up to this tier")
     ap.add_argument("--keep", action="store_true", help="keep each tier's files")
+    ap.add_argument("--steps", type=int, default=200, help="batches sampled, then GraphSAGE steps, per trainer")
+    ap.add_argument("--skip_training", action="store_true")
+    ap.add_argument("--train_only", action="store_true", help="train on partitions an earlier --keep run left")
+    ap.add_argument("--peer_python", help="DGL 2.1.0's interpreter (../shared/peers/dgl/install.sh)")
+    ap.add_argument("--peer_up_to", default="100M", help="measure DGL's partition_graph up to this tier")
+    ap.add_argument("--peer_memory_gb", type=float, default=20.0)
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -63,44 +196,65 @@ def main() -> None:
     report("load_average", os.getloadavg()[0])
     for tier in args.tiers:
         edges = count(tier)
-        nodes = edges // 10
-        need = edges * 16 * 3 + nodes * 64
-        free = shutil.disk_usage(work).free
-        if need > free:
-            report(f"tier_{tier}_skipped", f"needs about {need / 2**30:.0f} GiB of disk, {free / 2**30:.0f} free")
-            continue
         root = work / tier
-        shutil.rmtree(root, ignore_errors=True)
-        root.mkdir()
-        t0 = time.perf_counter()
-        subprocess.run([*cli, "generate", "sbm", "--num_nodes", str(nodes), "--num_edges", str(edges),
-                        "--num_classes", "172", "--degree_exponent", "2.1", "--max_weight", "1000", "--feat_dim", "16",
-                        "--out", str(root / "graph")], check=True, capture_output=True)
-        report(f"tier_{tier}_generate_seconds", time.perf_counter() - t0)
-        report(f"tier_{tier}_input_bytes", du(root / "graph"))
-        base = [*cli, "partition", "--input", str(root / "graph"), "--graph_name", "g", "--num_parts",
-                str(args.parts)]
-        seconds, peak, out = timed([*base, "--out", str(root / "parts")], root / "partition.log")
-        config = json.loads((root / "parts" / "g.json").read_text())
-        report(f"tier_{tier}_partitioner", re.search(r"partitioner: (\S+ \S+)", out).group(1))
-        report(f"tier_{tier}_partition_seconds", seconds)
-        report(f"tier_{tier}_partition_peak_rss_mb", peak / 2**20)
-        report(f"tier_{tier}_partition_bytes_per_edge", peak / edges)
-        report(f"tier_{tier}_partitions_bytes", du(root / "parts"))
-        report(f"tier_{tier}_edge_cut", config["stats"]["edge_cut"])
-        stats = config["stats"]
-        report(f"tier_{tier}_edge_imbalance", max(stats["part_edges"]) / (sum(stats["part_edges"]) / args.parts))
-        if edges <= count(args.metis_up_to):
-            m_seconds, m_peak, _ = timed([*base, "--part_method", "metis", "--memory_budget", "1000",
-                                          "--out", str(root / "metis")], root / "metis.log")
-            metis = json.loads((root / "metis" / "g.json").read_text())["stats"]["edge_cut"]
-            report(f"tier_{tier}_metis_seconds", m_seconds)
-            report(f"tier_{tier}_metis_peak_rss_mb", m_peak / 2**20)
-            report(f"tier_{tier}_metis_edge_cut", metis)
-            report(f"tier_{tier}_cut_vs_metis", config["stats"]["edge_cut"] / metis)
-            shutil.rmtree(root / "metis", ignore_errors=True)
+        if args.train_only:
+            if not (root / "parts" / "g.json").is_file():
+                raise SystemExit(f"--train_only needs {root / 'parts'} from an earlier run with --keep")
+            train(root / "parts", tier, args.parts, args.steps, root)
+            continue
+        if not partition_tier(cli, work, tier, edges, args):
+            continue
+        if not args.skip_training:
+            train(root / "parts", tier, args.parts, args.steps, root)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def partition_tier(cli: list[str], work: Path, tier: str, edges: int, args: argparse.Namespace) -> bool:
+    """Generate the tier's graph, partition it as a user would, and measure METIS and DGL where
+    asked; False if the disk cannot hold the tier."""
+    nodes = edges // 10
+    need = edges * 16 * 3 + nodes * 64
+    free = shutil.disk_usage(work).free
+    if need > free:
+        report(f"tier_{tier}_skipped", f"needs about {need / 2**30:.0f} GiB of disk, {free / 2**30:.0f} free")
+        return False
+    root = work / tier
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir()
+    t0 = time.perf_counter()
+    subprocess.run([*cli, "generate", "sbm", "--num_nodes", str(nodes), "--num_edges", str(edges),
+                    "--num_classes", "172", "--degree_exponent", "2.1", "--max_weight", "1000", "--feat_dim", "16",
+                    "--out", str(root / "graph")], check=True, capture_output=True)
+    report(f"tier_{tier}_generate_seconds", time.perf_counter() - t0)
+    report(f"tier_{tier}_input_bytes", du(root / "graph"))
+    base = [*cli, "partition", "--input", str(root / "graph"), "--graph_name", "g", "--num_parts",
+            str(args.parts)]
+    seconds, peak, out = timed([*base, "--out", str(root / "parts")], root / "partition.log")
+    config = json.loads((root / "parts" / "g.json").read_text())
+    report(f"tier_{tier}_partitioner", re.search(r"partitioner: ([^(]+)", out).group(1).strip())
+    report(f"tier_{tier}_partition_seconds", seconds)
+    report(f"tier_{tier}_partition_peak_rss_mb", peak / 2**20)
+    report(f"tier_{tier}_partition_bytes_per_edge", peak / edges)
+    report(f"tier_{tier}_partitions_bytes", du(root / "parts"))
+    report(f"tier_{tier}_edge_cut", config["stats"]["edge_cut"])
+    stats = config["stats"]
+    report(f"tier_{tier}_edge_imbalance", max(stats["part_edges"]) / (sum(stats["part_edges"]) / args.parts))
+    if edges <= count(args.metis_up_to):
+        m_seconds, m_peak, _ = timed([*base, "--part_method", "metis", "--memory_budget", "1000",
+                                      "--out", str(root / "metis")], root / "metis.log")
+        metis = json.loads((root / "metis" / "g.json").read_text())["stats"]["edge_cut"]
+        report(f"tier_{tier}_metis_seconds", m_seconds)
+        report(f"tier_{tier}_metis_peak_rss_mb", m_peak / 2**20)
+        report(f"tier_{tier}_metis_edge_cut", metis)
+        report(f"tier_{tier}_cut_vs_metis", config["stats"]["edge_cut"] / metis)
+        shutil.rmtree(root / "metis", ignore_errors=True)
+    if args.peer_python and edges <= count(args.peer_up_to):
+        npz = peer_npz(root / "graph", root / "peer.npz")
+        dgl_partition(args.peer_python, npz, args.parts, root / "dgl", args.peer_memory_gb, tier)
+        npz.unlink()
+        shutil.rmtree(root / "dgl", ignore_errors=True)
+    return True
 
 
 if __name__ == "__main__":

@@ -114,6 +114,20 @@ def test_bad_edge_lists_name_the_line(tmp_path, text, kwargs, message):
         load_edgelist(f, **kwargs)
 
 
+@pytest.mark.parametrize("n", [1, 10, 5000, 300_000])
+def test_sbm_draws_find_the_member_a_binary_search_finds(n):
+    """The guide table's search equals searchsorted on the accumulated weights, at slice edges,
+    at weights' exact boundaries and just below them, and at both ends."""
+    from distgraph.data.sbm import CommunitySampler, power_law_weights
+
+    rng = np.random.default_rng(n)
+    pool = CommunitySampler(rng, rng.integers(0, 7, n), power_law_weights(rng, n, 2.1, 1000.0), 7)
+    cum = pool.cum
+    x = np.concatenate([rng.random(100_000) * cum[-1], cum[:2000], np.nextafter(cum[:2000], 0),
+                        np.arange(min(n, 2000)) * (cum[-1] / n), [0.0, cum[-1], np.nextafter(cum[-1], np.inf)]])
+    assert np.array_equal(pool._locate(x), np.minimum(np.searchsorted(cum, x, side="right"), n - 1))
+
+
 def test_sbm_generator_is_seeded_and_community_structured():
     a, b = generate_sbm(2000, 20000, seed=5), generate_sbm(2000, 20000, seed=5)
     assert torch.equal(a.src, b.src) and torch.equal(a.ndata["feat"], b.ndata["feat"])

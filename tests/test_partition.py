@@ -474,3 +474,22 @@ def test_a_partitioning_that_dies_while_writing_leaves_no_config_to_load(tmp_pat
         load_partition(tmp_path / "g.json", 0)
     partition_graph(sbm, "g", 2, tmp_path, part_method="random")
     assert load_partition(tmp_path / "g.json", 0).indptr.numel() > 3
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_find_owned_edges_reads_each_owned_edge_off_the_csc(tmp_path, sbm, mag, typed):
+    """Owned edges by id give the endpoints stored in the CSC, whether the partition's edge
+    ids are its own range in order (no eids file) or listed in a file (several edge types)."""
+    out = tmp_path / "parts"
+    partition_graph(mag if typed else sbm, "g", 3, out, part_method="random")
+    for p in range(3):
+        part = load_partition(out / "g.json", p)
+        assert (part.stored_eids is not None) == typed
+        lo, hi = part.book.edge_range(p, None)
+        slots = torch.nonzero((part.eids >= lo) & (part.eids < hi)).flatten()
+        dst_local = torch.repeat_interleave(torch.arange(part.num_local_nodes), part.indptr.diff())
+        order = torch.randperm(slots.numel(), generator=torch.Generator().manual_seed(p))
+        src, dst = part.find_owned_edges(part.eids[slots[order]])
+        assert slots.numel() == hi - lo > 0
+        assert torch.equal(src, part.global_nid[part.indices[slots[order]]])
+        assert torch.equal(dst, part.global_nid[dst_local[slots[order]]])

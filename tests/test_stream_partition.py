@@ -5,7 +5,6 @@ assignment; chunked inputs are checked, and a failed run leaves nothing that loa
 
 from __future__ import annotations
 
-import filecmp
 import json
 import os
 from pathlib import Path
@@ -13,41 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from partition_files import chunked_copy, same_partitions
+
 from distgraph.data import generate_mag, generate_sbm, save_npz
-from distgraph.data.chunked import ChunkedGraph, ChunkWriter, load_chunked
+from distgraph.data.chunked import ChunkedGraph, load_chunked
 from distgraph.errors import InputError, PartitionError
 from distgraph.partition import load_partition, partition_graph
 from distgraph.partition.stream import from_array_graph, from_chunked, from_npz, partition_stream
-
-
-def _same_partitions(a: Path, b: Path, name: str = "g") -> None:
-    files_a = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
-    files_b = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
-    assert files_a == files_b
-    differ = [f for f in files_a if f.suffix == ".npy" and not filecmp.cmp(a / f, b / f, shallow=False)]
-    assert not differ, differ
-    configs = [json.loads((d / f"{name}.json").read_text()) for d in (a, b)]
-    for c in configs:
-        for timing in ("assign_seconds", "total_seconds"):
-            del c["stats"][timing]
-    assert configs[0] == configs[1]
-
-
-def _chunked_copy(g, root: Path, edge_chunks: int = 3) -> Path:
-    """`g` in DGL's chunked format: `edge_chunks` files per edge type, node data in two chunks."""
-    w = ChunkWriter(root, "g")
-    for i, c in enumerate(g.canonical_etypes):
-        lo, hi = int(g.etype_offsets[i]), int(g.etype_offsets[i + 1])
-        src = np.asarray(g.src[lo:hi]) - int(g.ntype_offsets[g.get_ntype_id(c[0])])
-        dst = np.asarray(g.dst[lo:hi]) - int(g.ntype_offsets[g.get_ntype_id(c[2])])
-        for idx in np.array_split(np.arange(src.size), edge_chunks):
-            w.add_edges(":".join(c), src[idx], dst[idx])
-    for t in g.ntypes:
-        n = g.num_nodes(t)
-        data = {k: np.asarray(v) for k, v in g.nodes[t].data.items()}
-        for lo, hi in ((0, n // 2), (n // 2, n)):
-            w.add_nodes(t, hi - lo, {k: v[lo:hi] for k, v in data.items()})
-    return w.finish()
 
 
 @pytest.fixture(scope="module", params=["homogeneous", "heterogeneous"])
@@ -66,10 +37,10 @@ def test_every_input_partitions_as_partition_graph_does(graph, tmp_path, reader)
         save_npz(graph, tmp_path / "g.npz")
         source = from_npz(tmp_path / "g.npz")
     else:
-        source = from_chunked(_chunked_copy(graph, tmp_path / "chunked"))
+        source = from_chunked(chunked_copy(graph, tmp_path / "chunked"))
     # small buckets: every part is written over many of them
     stats = partition_stream(source, "g", 3, tmp_path / "stream", part_method="random", seed=4, bucket_edges=2000)
-    _same_partitions(tmp_path / "memory", tmp_path / "stream")
+    same_partitions(tmp_path / "memory", tmp_path / "stream")
     assert sum(stats.part_edges) == graph.num_edges() and 0 < stats.edge_cut < 1
     assert not list((tmp_path / "stream").glob(".*")), "scratch left behind"
     part = load_partition(tmp_path / "stream" / "g.json", 1)
@@ -103,7 +74,7 @@ def test_kaminpar_partitions_stream_as_partition_graph_writes_them(graph, tmp_pa
     monkeypatch.setattr(writer, "assign_parts", lambda *a, alongside, **k: (alongside(), parts.copy())[1])
     partition_graph(graph, "g", 3, tmp_path / "memory", part_method="kaminpar")
     monkeypatch.undo()
-    _same_partitions(tmp_path / "memory", tmp_path / "stream")
+    same_partitions(tmp_path / "memory", tmp_path / "stream")
     metis = partition_graph(graph, "g", 3, tmp_path / "metis", part_method="metis")
     assert stats.edge_cut <= 1.15 * metis.edge_cut
     assert max(stats.part_nodes) <= 1.04 * graph.num_nodes() / 3
@@ -111,7 +82,7 @@ def test_kaminpar_partitions_stream_as_partition_graph_writes_them(graph, tmp_pa
 
 def test_chunked_format_round_trip_and_other_chunk_formats(tmp_path):
     g = generate_sbm(500, 3000, num_classes=3, feat_dim=4, seed=3)
-    loaded = load_chunked(_chunked_copy(g, tmp_path / "c"))
+    loaded = load_chunked(chunked_copy(g, tmp_path / "c"))
     assert np.array_equal(loaded.src, g.src) and np.array_equal(loaded.dst, g.dst)
     for k, v in g.ndata.items():
         assert np.array_equal(np.asarray(loaded.ndata[k]), np.asarray(v))
@@ -144,7 +115,7 @@ def test_chunked_format_round_trip_and_other_chunk_formats(tmp_path):
 ])
 def test_a_damaged_chunked_graph_is_one_clear_error(tmp_path, damage, message):
     g = generate_sbm(500, 3000, num_classes=3, feat_dim=4, seed=3)
-    meta_file = _chunked_copy(g, tmp_path / "c")
+    meta_file = chunked_copy(g, tmp_path / "c")
     meta = json.loads(meta_file.read_text())
     first = tmp_path / "c" / meta["edges"]["_N:_E:_N"]["data"][1]
     if damage == "missing chunk":
@@ -224,7 +195,7 @@ def test_ogb_binary_layout_partitions_as_the_graph_it_holds(tmp_path, compressed
     partition_graph(ref, "g", 2, tmp_path / "memory", part_method="random", seed=3)
     source = from_ogb_binary(tmp_path / "papers")
     partition_stream(source, "g", 2, tmp_path / "stream", part_method="random", seed=3, bucket_edges=1500)
-    _same_partitions(tmp_path / "memory", tmp_path / "stream")
+    same_partitions(tmp_path / "memory", tmp_path / "stream")
     assert (tmp_path / "papers" / UNPACKED).is_dir() == compressed  # compressed members inflated once, beside
 
 
@@ -241,5 +212,5 @@ def test_string_ids_of_an_edge_list_are_kept_as_partition_graph_keeps_them(tmp_p
     save_npz(g, tmp_path / "g.npz")
     partition_graph(g, "g", 2, tmp_path / "memory", part_method="random", seed=1)
     partition_stream(from_npz(tmp_path / "g.npz"), "g", 2, tmp_path / "stream", part_method="random", seed=1)
-    _same_partitions(tmp_path / "memory", tmp_path / "stream")
+    same_partitions(tmp_path / "memory", tmp_path / "stream")
     assert (tmp_path / "stream" / "mapping" / "node_names.npy").is_file()

@@ -14,9 +14,8 @@ import sys
 if __name__ == "__main__":  # a server process: no collection while torch and the rest load (a third of
     gc.disable()            # their import time); see the end of this module
 
-import socket
-
 from .cluster.env import ROLE, ProcessEnv
+from .cluster.hosts import bind_endpoint
 from .cluster.lifeline import watch
 from .distributed.partition_data import publish_partition_data
 from .distributed.policy import PolicyTable
@@ -30,12 +29,6 @@ from .malloc import keep_freed_memory
 from .partition import load_partition, load_partition_book
 from .rpc.transport import ServerSocket
 from .sampling.remote import graph_ops
-
-
-def _bind_endpoint(host: str, port: int) -> str:
-    """Listen on the machine's address from ip_config (host names resolved)."""
-    ip = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0]
-    return f"tcp://[{ip}]:{port}" if ":" in ip else f"tcp://{ip}:{port}"
 
 
 def serve(env: ProcessEnv) -> None:
@@ -55,7 +48,7 @@ def serve(env: ProcessEnv) -> None:
     if env.lifeline_fd is not None:
         watch(env.lifeline_fd, None, label, env.starter, store.remove_files)
     try:
-        sock = ServerSocket(_bind_endpoint(peer.host, peer.port), env.timeouts.request, credentials, label,
+        sock = ServerSocket(bind_endpoint(peer.host, peer.port), env.timeouts.request, credentials, label,
                             peer.audience)
     except Exception as exc:
         raise InputError(f"{label}: cannot listen on port {peer.port} ({exc}); is another job using it?") from None

@@ -19,6 +19,8 @@ import zmq
 from leaks import new_session
 from zmq.utils.monitor import recv_monitor_message
 
+from distgraph.cluster.lifeline import SILENCE_SECONDS
+
 from testbed import WORKSPACE, Capture
 from zmtp import ZAP_REFUSAL, replay
 
@@ -181,7 +183,7 @@ def test_a_killed_launcher_leaves_nothing_on_any_host(bed, launches):
 
 
 def test_a_stopped_launcher_keeps_its_job_on_every_host(bed, launches):
-    """Stopped (SIGSTOP) for 30 s, the launcher sends no heartbeat: each agent asks its ssh
+    """Stopped (SIGSTOP) past the agents' silence, the launcher sends no heartbeat: each agent asks its ssh
     connection, which the launcher's kernel still answers, and keeps its processes; the job
     goes on once the launcher runs, and still ends when it is killed."""
     job = launches(f"{TRAIN} --num_epochs 1000")
@@ -191,7 +193,7 @@ def test_a_stopped_launcher_keeps_its_job_on_every_host(bed, launches):
     running = sorted(job.pids())
     os.kill(launcher[0], signal.SIGSTOP)
     try:
-        time.sleep(30)
+        time.sleep(SILENCE_SECONDS + 5)
         assert sorted(job.pids()) == running, job.output[-3000:]  # every host's servers and trainers
     finally:
         os.kill(launcher[0], signal.SIGCONT)

@@ -43,6 +43,7 @@ def test_resume_refuses_other_settings_and_needs_a_folder(tmp_path):
         train_kge(_config(tmp_path, resume=True), out=io.StringIO())
 
 
+@pytest.mark.multiprocess
 def test_two_processes_resume_and_learn(tmp_path):
     ck = str(tmp_path / "run")
     train_kge(_config(tmp_path, max_step=150, num_proc=2, test=False, checkpoint_dir=ck, checkpoint_interval=100),

@@ -44,6 +44,7 @@ def test_metis_keeps_more_triples_on_one_machine_than_random(kg):
     assert config.is_file() and (root / "planted" / "partitions" / "kg" / "test.npy").is_file()
 
 
+@pytest.mark.multiprocess
 def test_dist_train_on_two_machines_reaches_the_single_machine_mrr(kg):
     root, data = kg
     _partition(root, data, 2, "metis")

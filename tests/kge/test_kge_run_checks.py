@@ -25,6 +25,7 @@ def _kg(train, valid=None, test=None, n_entities=6, n_relations=3) -> KGData:
                   arr(valid), arr(test))
 
 
+@pytest.mark.multiprocess
 def test_num_proc_is_capped_at_the_training_triples_and_says_so(tmp_path):
     """`--num_proc 300` on 3 triples once started 300 processes. (The command's own process
     never imports torch: only its trainers and server do.)"""

@@ -151,6 +151,7 @@ def test_validation_during_training(tmp_path):
     assert "Valid average MRR : " in out.getvalue()
 
 
+@pytest.mark.multiprocess
 def test_two_hogwild_processes_train_and_test(tmp_path):
     res = train_kge(_config(tmp_path, num_proc=2, max_step=300, valid=True, eval_interval=300), out=io.StringIO())
     assert res.metrics["Test"]["MRR"] > 0.8
@@ -207,6 +208,7 @@ def test_sampled_partial_and_unfiltered_evaluation_and_eval_flags(tmp_path):
         eval_kge(EvalConfig(**base, hidden_dim=64), out=io.StringIO())
 
 
+@pytest.mark.multiprocess
 def test_relation_partitioning_sync_and_edge_importance(tmp_path):
     res = train_kge(_config(tmp_path, num_proc=2, rel_part=True, force_sync_interval=50), out=io.StringIO())
     assert res.metrics["Test"]["MRR"] > 0.5

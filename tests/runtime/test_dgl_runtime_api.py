@@ -36,7 +36,7 @@ def test_partition_functions_return_dgl_shapes(parts, graph):
     assert name2 == "g" and nt == {"_N": 0} and et == {("_N", "_E", "_N"): 0} and book2.num_partitions() == 2
 
 
-def test_distgraph_dgl_methods_roles_and_split_without_a_book(g, graph):
+def test_distgraph_dgl_methods_roles_and_split_without_a_book(g, graph, monkeypatch):
     assert g.rank() == 0 and g.get_ntype_id("_N") == 0 and g.get_etype_id("_E") == 0
     assert g.to_canonical_etype("_E") == ("_N", "_E", "_N") and g.idtype == torch.int64 and g.device.type == "cpu"
     g.barrier()
@@ -45,6 +45,8 @@ def test_distgraph_dgl_methods_roles_and_split_without_a_book(g, graph):
     assert dgl.distributed.get_num_client() == dgl.distributed.get_num_clients() == 1 and dgl.distributed.get_rank() == 0
     train = dgl.distributed.node_split(g.ndata["train_mask"])  # the book comes from the mask, as in DGL
     assert torch.equal(train, torch.nonzero(g.ndata["train_mask"][torch.arange(g.num_nodes())]).flatten())
+    monkeypatch.setattr(dgl.dataloading.split, "MASK_SLICE", 7)  # a mask is pulled a slice at a time
+    assert torch.equal(dgl.distributed.node_split(g.ndata["train_mask"]), train) and train.numel() > 7
     assert dgl.distributed.node_split(np.arange(g.num_nodes())).numel() == g.num_nodes()  # ids, so node 0 stays
     sub = g.edge_subgraph(torch.tensor([3, 7, 3]))
     u, v = sub.edges()

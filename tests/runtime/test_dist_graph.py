@@ -109,6 +109,38 @@ def test_machines_of_this_host_are_sampled_in_process_as_their_servers_would(g, 
     assert sent == [0, 1] * 3
 
 
+def test_find_edges_through_a_server_equals_in_process_and_the_input_graph(g, graph, parts, monkeypatch):
+    """Edges owned by machine 1 are read off its partition in this process (same host) or by
+    its server (as from another host): the same endpoints, those of the input graph."""
+    orig, orig_e = mapping(parts[2])
+    eids = torch.cat([torch.arange(0, g.num_edges(), 13), torch.tensor([g.num_edges() - 1, 0, 5])])
+    client = g._ctx.client
+    sent, overlap = [], client.overlap
+    monkeypatch.setattr(client, "overlap", lambda reqs, local: (sent.append(len(reqs)), overlap(reqs, local))[1])
+    here = g.find_edges(eids)
+    monkeypatch.setitem(g.__dict__, "_host_partitions", {})  # as if machine 1 were another host
+    served = g.find_edges(eids)
+    assert sent == [0, 1]
+    for a, b in zip(here, served):
+        assert torch.equal(a, b)
+    src, dst = served
+    assert torch.equal(orig[src], graph.src[orig_e[eids]]) and torch.equal(orig[dst], graph.dst[orig_e[eids]])
+    assert g.find_edges(torch.zeros(0, dtype=torch.int64))[0].numel() == 0
+    with pytest.raises(DistGraphError, match="out of range"):
+        g.find_edges(torch.tensor([g.num_edges()]))
+
+
+def test_malformed_find_edges_requests_get_errors_and_the_server_keeps_serving(g):
+    client = g._ctx.client
+    book = g.get_partition_book()
+    theirs, mine = book.partid2eids(1)[:3], book.partid2eids(0)[:2]
+    for arrays, message in (([theirs.int()], "must be a 1-D int64 array"), ([mine], "owns edges"),
+                            ([], "takes 1 array")):
+        with pytest.raises(DistGraphError, match=message):
+            client.channel.call([Request(client.leaders[1], {"op": "find_edges"}, arrays)])
+    assert client.channel.call([Request(client.leaders[1], {"op": "find_edges"}, [theirs])])[0].arrays[0].numel() == 3
+
+
 def test_malformed_sample_requests_get_errors_and_the_server_keeps_serving(g):
     client = g._ctx.client
     book = g.get_partition_book()

@@ -44,7 +44,7 @@ def test_standalone_resume_ends_with_the_same_model(parts, tmp_path):
 
 
 def test_two_machines_killed_and_resumed_end_with_the_same_model(parts, tmp_path, launches):
-    command = f"{sys.executable} {EXAMPLE} {ARGS} --num_epochs 4"
+    command = f"{sys.executable} {EXAMPLE} {ARGS} --num_epochs 3"
     whole = launches(tmp_path, parts[2], [1, 1], command, num_samplers=1)
     assert whole.wait(300) == 0, whole.output[-3000:]
 

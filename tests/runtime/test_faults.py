@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import torch
 
+from distgraph.cluster.lifeline import SILENCE_SECONDS
+
 from .conftest import SCRIPTS, child_env, job_pids, launch_argv, write_ip_config
 
 FAULTS = f"{sys.executable} {SCRIPTS / 'faults.py'}"
@@ -94,12 +96,12 @@ def test_a_stopped_launcher_on_a_loaded_machine_keeps_its_job(parts, tmp_path, l
     """A launcher that is slow or stopped is not a dead one: its processes end with the end of
     their lifelines, never for a silence (a heartbeat a starved launcher was late to write
     once ended a healthy job after 15 s)."""
-    job = launches(tmp_path, parts[2], [1, 1], f"{FAULTS} work 45")
+    job = launches(tmp_path, parts[2], [1, 1], f"{FAULTS} work 30")
     job.wait_for("ready", count=2)
     with _cpu_load():
         job.proc.send_signal(signal.SIGSTOP)
         try:
-            time.sleep(30)
+            time.sleep(SILENCE_SECONDS + 5)  # past the silence after which a heartbeat rule would end it
             assert len(_role_pids(job, "server")) == 2 and len(_role_pids(job, "trainer")) == 2
         finally:
             job.proc.send_signal(signal.SIGCONT)

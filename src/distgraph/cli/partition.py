@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..partition.layout import PART_METHODS
 from ..partition.out_folder import check_out
+from .copy import add_ssh_args, ssh_options
 
 
 def register(subparsers) -> None:
@@ -44,6 +45,15 @@ def register(subparsers) -> None:
                    help="output folder (it holds one graph's partition; an earlier one of GRAPH_NAME is replaced)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace another graph's partition in --out (refused without it)")
+    cl = p.add_argument_group("across hosts", "partition a chunked graph with one process per host of an ip_config, "
+                                               "each reading its share of the edge chunks and writing its own "
+                                               "partitions (docs/partition.md)")
+    cl.add_argument("--ip_config", default=None,
+                    help="one `IP [PORT]` line per host (as for distgraph launch); part p is written on host p mod H")
+    cl.add_argument("--workspace", default=None,
+                    help="the folder relative --input and --out paths are in, on every host (default: this one)")
+    cl.add_argument("--encrypt", action="store_true", help="encrypt the traffic between the hosts (ZeroMQ CURVE)")
+    add_ssh_args(cl)
     el = p.add_argument_group("edge lists")
     el.add_argument("--delimiter", default=None, help="field separator (default: tab, comma or whitespace, detected)")
     el.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
@@ -94,6 +104,8 @@ def _streamable(path: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     from ..partition.choose import choose, default_budget
 
+    if args.ip_config:
+        return _run_cluster(args)
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError(f"--out {args.out} is an existing file; pass a folder (it is created if missing)")
     if args.input and not Path(args.input).exists():
@@ -110,6 +122,35 @@ def run(args: argparse.Namespace) -> int:
         if choice.streaming:
             return _run_streaming(args, source, choice)
     return _run_in_memory(args, budget)
+
+
+def _run_cluster(args: argparse.Namespace) -> int:
+    """`--ip_config`: one process per host (`partition.dist`)."""
+    from ..cluster.ip_config import parse_ip_config
+    from ..partition.choose import choose_cluster
+    from ..partition.dist import partition_cluster
+    from ..partition.stream import from_chunked
+
+    here = Path(args.workspace or ".")
+    local_input = here / args.input if args.input else None  # (absolute paths stay as they are)
+    chunked = local_input is not None and (local_input.is_dir() or local_input.name == "metadata.json")
+    why_not = _in_memory_only(args) or (args.dataset and "--dataset is read whole") or (
+        not chunked and f"{local_input} is not a chunked graph folder here")
+    if why_not:
+        raise InputError(f"--ip_config partitions a graph in DGL's chunked format on several hosts: {why_not}; "
+                         f"drop --ip_config to partition on this host")
+    source = from_chunked(local_input, every_edge_file=False)
+    machines = parse_ip_config(args.ip_config)
+    choice = choose_cluster(source.num_edges(), args.part_method, len(machines))
+    print(f"{args.input}: {source.num_nodes():,} nodes, {source.num_edges():,} edges, node types {source.ntypes}, "
+          f"on {len(machines)} hosts")
+    print(f"partitioner: {choice.why}")
+    stats = partition_cluster(args.input, args.graph_name, args.num_parts, args.out, args.ip_config,
+                              ssh_options(args), args.workspace, part_method=choice.method,
+                              balance_train=args.balance_train, balance_edges=args.balance_edges, seed=args.seed,
+                              threads=args.num_threads or os.cpu_count() or 1, progress=True,
+                              overwrite=args.overwrite, encrypt=args.encrypt)
+    return _finish(args, stats, choice.method, 0.0)
 
 
 def _run_streaming(args: argparse.Namespace, source, choice) -> int:

@@ -36,6 +36,7 @@ STARTUP_TIMEOUT = "DISTGRAPH_STARTUP_TIMEOUT"  # seconds to wait for servers to 
 BARRIER_TIMEOUT = "DISTGRAPH_BARRIER_TIMEOUT"  # seconds to wait for the other trainers at a barrier
 SECRET = "DISTGRAPH_SECRET"  # the job's secret, which every connection proves (`rpc.auth`); made by the launcher
 ENCRYPT = "DISTGRAPH_ENCRYPT"  # 1: encrypt the job's traffic (ZeroMQ CURVE)
+LISTEN = "DISTGRAPH_LISTEN"  # a distributed partitioning's process: "HOST PORT" it listens on
 HOST_SHM = "DISTGRAPH_HOST_SHM"  # 0: map only this machine's shared memory; other machines' rows travel
 # torchrun's: a trainer it starts takes its machine id (node rank) and trainers per machine from them
 TORCHRUN_NODE_RANK, TORCHRUN_LOCAL_WORLD_SIZE = "GROUP_RANK", "LOCAL_WORLD_SIZE"
@@ -222,3 +223,25 @@ def dgl_download_dir() -> Path:
     """Where DGL keeps downloaded datasets (`DGL_DOWNLOAD_DIR`, else ~/.dgl): `distgraph.data`'s
     DGL-named datasets look there when given no folder."""
     return Path(os.environ.get(DGL_DOWNLOAD_DIR) or Path.home() / ".dgl")
+
+
+@dataclass(frozen=True)
+class PartitionWorkerEnv:
+    """What `distgraph partition --ip_config` tells each host's partitioning process."""
+
+    machine_id: int
+    host: str
+    port: int
+    secret: str
+    encrypt: bool
+    timeouts: Timeouts
+    lifeline_fd: int | None
+
+    @classmethod
+    def from_environ(cls, env: Mapping[str, str] = os.environ) -> "PartitionWorkerEnv":
+        listen = env.get(LISTEN, "").split()
+        if len(listen) != 2 or not listen[1].isdigit() or not env.get(SECRET):
+            raise InputError(f"{LISTEN} (HOST PORT) and {SECRET} are not set: this process is started by "
+                             f"`distgraph partition --ip_config`")
+        return cls(_int(env, MACHINE_ID), listen[0], int(listen[1]), env[SECRET], bool(_int(env, ENCRYPT, 0)),
+                   Timeouts.from_environ(env), _int(env, LIFELINE_FD) if env.get(LIFELINE_FD) else None)

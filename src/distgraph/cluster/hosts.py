@@ -62,3 +62,9 @@ def free_ports(host: str, n: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
+
+
+def bind_endpoint(host: str, port: int) -> str:
+    """The ZeroMQ endpoint that listens on a machine's address from ip_config (host names resolved)."""
+    ip = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0]
+    return f"tcp://[{ip}]:{port}" if ":" in ip else f"tcp://{ip}:{port}"

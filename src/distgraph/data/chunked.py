@@ -113,23 +113,26 @@ class ChunkedArray:
         return a if dtype is None else a.astype(dtype)
 
 
-def _spec(meta: dict, root: Path, where: str) -> list[tuple[Path, dict]]:
+def _spec(meta: dict, root: Path, where: str, present: bool = True) -> list[tuple[Path, dict]]:
+    """The files of one chunk list with their format; `present`: each is checked to exist."""
     if not isinstance(meta, dict) or not isinstance(meta.get("data"), list):
         raise InputError(f"{METADATA}: {where} needs a 'data' list of files")
     fmt = meta.get("format", {})
     if not isinstance(fmt, dict) or fmt.get("name") not in FORMATS:
         raise InputError(f"{METADATA}: {where} has format {fmt!r}; use one of {FORMATS}")
     paths = [(root / p) if not Path(p).is_absolute() else Path(p) for p in meta["data"]]
-    for p in paths:
+    for p in paths if present else ():
         if not p.is_file():
             raise InputError(f"{METADATA}: {where} names {p}, which is missing; restore it or fix the metadata")
     return [(p, fmt) for p in paths]
 
 
 class ChunkedGraph:
-    """A graph in DGL's chunked format, read a chunk at a time."""
+    """A graph in DGL's chunked format, read a chunk at a time. With `every_edge_file=False`
+    edge chunks are not checked to exist up front (a host of a distributed partitioning holds
+    only its share of them; a missing one fails when it is read)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, every_edge_file: bool = True):
         path = Path(path)
         self.root = path.parent if path.is_file() else path
         meta_file = self.root / METADATA
@@ -160,7 +163,7 @@ class ChunkedGraph:
         self.edge_files: dict[tuple, list[ChunkFile]] = {}
         for c, counts in zip(self.canonical_etypes, edges):
             key = ":".join(c)
-            files = _spec(meta.get("edges", {}).get(key), self.root, f"edges of {key}")
+            files = _spec(meta.get("edges", {}).get(key), self.root, f"edges of {key}", every_edge_file)
             if len(files) != len(counts):
                 raise InputError(f"{meta_file}: edges of {key} list {len(files)} files for {len(counts)} chunk counts")
             self.edge_files[c] = [ChunkFile(p, f, int(n)) for (p, f), n in zip(files, counts)]
@@ -183,16 +186,23 @@ class ChunkedGraph:
     def edge_chunks(self, etype: tuple, piece: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(source, destination) per-type ids of `etype`'s edges, at most `piece` at a time (numpy
         chunks stay memory-mapped: only the piece is copied), checked in range."""
+        for i in range(len(self.edge_files[etype])):
+            yield from self.file_chunks(etype, i, piece)
+
+    def file_chunks(self, etype: tuple, index: int, piece: int = 1 << 20,
+                    rows: tuple[int, int] | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """`edge_chunks` of one chunk file of `etype` (its `index`-th), or of its rows [lo, hi)."""
         ns, nd = self.num_nodes[etype[0]], self.num_nodes[etype[2]]
-        for f in self.edge_files[etype]:
-            a = f.read(columns=2)
-            for i in range(0, a.shape[0], piece):
-                block = np.asarray(a[i:i + piece])
-                src, dst = block[:, 0].astype(np.int64), block[:, 1].astype(np.int64)
-                if src.size and (src.min() < 0 or src.max() >= ns or dst.min() < 0 or dst.max() >= nd):
-                    raise InputError(f"chunk {f.path} has node ids outside [0, {ns}) x [0, {nd}) of edge type "
-                                     f"{':'.join(etype)}; fix the ids or the node counts")
-                yield src, dst
+        f = self.edge_files[etype][index]
+        a = f.read(columns=2)
+        lo, hi = rows or (0, a.shape[0])
+        for i in range(lo, hi, piece):
+            block = np.asarray(a[i:min(i + piece, hi)])
+            src, dst = block[:, 0].astype(np.int64), block[:, 1].astype(np.int64)
+            if src.size and (src.min() < 0 or src.max() >= ns or dst.min() < 0 or dst.max() >= nd):
+                raise InputError(f"chunk {f.path} has node ids outside [0, {ns}) x [0, {nd}) of edge type "
+                                 f"{':'.join(etype)}; fix the ids or the node counts")
+            yield src, dst
 
 
 

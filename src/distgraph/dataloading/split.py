@@ -66,8 +66,22 @@ def _book(data, partition_book: RangePartitionBook | None) -> RangePartitionBook
     raise InputError("no partition book: pass partition_book=g.get_partition_book() (or a DistTensor mask)")
 
 
+MASK_SLICE = 1 << 24  # rows of a DistTensor mask pulled at a time
+
+
+def _mask_ids(mask) -> torch.Tensor:
+    """Ids set in a boolean DistTensor mask, pulled a slice at a time (a 100M-node mask with
+    the index of every row would be ~1 GB a trainer)."""
+    n = len(mask)
+    found = [torch.nonzero(mask[torch.arange(s, min(s + MASK_SLICE, n))]).flatten() + s
+             for s in range(0, n, MASK_SLICE)]
+    return torch.cat(found) if found else torch.zeros(0, dtype=torch.int64)
+
+
 def _ids(nodes, count: int, what: str) -> torch.Tensor:
     if hasattr(nodes, "part_policy"):  # a DistTensor mask (DGL passes g.ndata["train_mask"] itself)
+        if nodes.dtype == torch.bool and len(nodes) == count:
+            return _mask_ids(nodes)
         nodes = nodes[torch.arange(len(nodes))]
     t = torch.as_tensor(nodes)
     if t.dtype == torch.bool:

@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from ..distributed.partition_data import EDGE_DST, EDGE_SRC, IN_DEGREE, OUT_DEGREE
+from ..distributed.partition_data import IN_DEGREE, OUT_DEGREE
 from ..distributed.dist_tensor import DistTensor
 from ..distributed.policy import (EdgePartitionPolicy, NodePartitionPolicy, edge_policy_str, graph_data_name,
                                   node_policy_str)
@@ -158,10 +158,6 @@ class DistGraph:
             for name in (IN_DEGREE, OUT_DEGREE):
                 out[f"{t}{name}"] = self._attach(node_policy_str(t), self.num_nodes(t),
                                                  {name: DataSpec("int64", ())})[name]
-        for c in self.canonical_etypes:
-            for name in (EDGE_SRC, EDGE_DST):
-                out[f"{etype_key(c)}{name}"] = self._attach(edge_policy_str(c), self.num_edges(c),
-                                                            {name: DataSpec("int64", ())})[name]
         return out
 
     def _ntype(self, ntype: str | None) -> str:
@@ -189,11 +185,31 @@ class DistGraph:
         return self._structure[f"{ntype}{OUT_DEGREE}"][ids]
 
     def find_edges(self, eids, etype=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(src, dst) of edges `eids`: node ids of the edge type's source and destination types."""
+        """(src, dst) of edges `eids`: node ids of the edge type's source and destination types.
+        Each edge is read off its owner's partition: in this process for the machines of this
+        host, through a server for the others (nothing per edge is held in memory for this)."""
         c = self._canonical(etype)
         eids = as_id_tensor(eids, "edge ids")
-        src = self._structure[f"{etype_key(c)}{EDGE_SRC}"][eids]
-        dst = self._structure[f"{etype_key(c)}{EDGE_DST}"][eids]
+        homo = self._book.map_to_homo_eid(eids, c) if not self.is_homogeneous else eids
+        owner = self._book.eid2partid(homo)  # homogeneous ids, whatever the types
+        me = self._ctx.machine_id
+        machines = torch.nonzero(torch.bincount(owner)).flatten().tolist()
+        here = {m: self.local_partition if m == me else self._host_partitions[m][0]
+                for m in machines if m == me or m in self._host_partitions}
+        at = {m: torch.nonzero(owner == m).flatten() for m in machines}
+        src, dst = torch.empty_like(homo), torch.empty_like(homo)
+
+        def local() -> None:
+            for m, part in here.items():
+                src[at[m]], dst[at[m]] = part.find_owned_edges(homo[at[m]])
+
+        requests = [(m, {"op": "find_edges"}, [homo[at[m]]]) for m in machines if m not in here]
+        _, replies = self._ctx.client.overlap(requests, local)
+        for (m, _, _), rep in zip(requests, replies):
+            n = at[m].numel()
+            if len(rep.arrays) != 2 or any(a.dtype != torch.int64 or a.shape != (n,) for a in rep.arrays):
+                raise DistGraphError(f"machine {m} answered a find_edges request with malformed arrays")
+            src[at[m]], dst[at[m]] = rep.arrays
         if self.is_homogeneous:
             return src, dst
         return self._book.map_to_per_ntype(src)[1], self._book.map_to_per_ntype(dst)[1]

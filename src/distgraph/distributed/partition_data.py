@@ -1,9 +1,10 @@
-"""Publishing a partition as named tensors of a store: its node and edge data, and its
-graph structure (degrees of owned nodes, endpoints of owned edges).
+"""Publishing a partition as named tensors of a store: its node and edge data, and the
+degrees of its owned nodes.
 
-Structure tensors make `DistGraph.in_degrees`, `out_degrees` and `find_edges` pulls like
-any feature: rows of this machine from shared memory, others from their owners. Their data
-names start with '#', which partition data names cannot.
+Degree tensors make `DistGraph.in_degrees` and `out_degrees` pulls like any feature: rows
+of this machine from shared memory, others from their owners. Their data names start with
+'#', which partition data names cannot. Edge endpoints are not published (16 bytes an edge):
+`find_edges` reads them off the owner's CSC.
 """
 
 from __future__ import annotations
@@ -16,31 +17,19 @@ from ..kvstore.store import KVStore
 from ..partition import Partition, load_partition
 from .policy import edge_policy_str, graph_data_name, node_policy_str
 
-IN_DEGREE, OUT_DEGREE, EDGE_SRC, EDGE_DST = "#in_degree", "#out_degree", "#src", "#dst"
+IN_DEGREE, OUT_DEGREE = "#in_degree", "#out_degree"
 
 
 def structure_tensors(part: Partition) -> list[tuple[str, str, int, torch.Tensor]]:
     """(tensor name, policy, rows of that type in the whole graph, this partition's rows)."""
     book, p = part.book, part.part_id
     lo, _ = book.node_range(p, None)
-    elo, ehi = book.edge_range(p, None)
-    inner = (part.eids >= elo) & (part.eids < ehi)
-    dst_local = torch.repeat_interleave(torch.arange(part.num_local_nodes), part.indptr.diff())
-    src_of = torch.empty(ehi - elo, dtype=torch.int64)
-    dst_of = torch.empty(ehi - elo, dtype=torch.int64)
-    src_of[part.eids[inner] - elo] = part.global_nid[part.indices[inner]]
-    dst_of[part.eids[inner] - elo] = part.global_nid[dst_local[inner]]
     out = []
     for t in book.ntypes:
         rows = book.map_to_homo_nid(book.partid2nids(p, t), t) - lo
         policy = node_policy_str(t)
         for name, values in ((IN_DEGREE, part.in_degree()), (OUT_DEGREE, part.out_degree)):
             out.append((graph_data_name(policy, name), policy, book.num_nodes(t), values[rows].contiguous()))
-    for c in book.canonical_etypes:
-        rows = book.map_to_homo_eid(book.partid2eids(p, c), c) - elo
-        policy = edge_policy_str(c)
-        for name, values in ((EDGE_SRC, src_of), (EDGE_DST, dst_of)):
-            out.append((graph_data_name(policy, name), policy, book.num_edges(c), values[rows].contiguous()))
     return out
 
 

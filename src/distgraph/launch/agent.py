@@ -66,7 +66,8 @@ def write_files(host: str, files: dict[str, str]) -> None:
 
 
 def check_host(job: dict) -> None:
-    """The workspace and this host's partitions exist and are those the launcher has."""
+    """The workspace and this host's partitions exist and are those the launcher has (a job
+    without a partition config, such as a distributed partitioning, checks the workspace only)."""
     from ..partition.layout import PartitionConfig
 
     host, workspace = job["host"], job["workspace"]
@@ -75,6 +76,8 @@ def check_host(job: dict) -> None:
     os.chdir(workspace)
     write_files(host, job.get("files", {}))
     check = job["check"]
+    if check.get("part_config") is None:
+        return
     try:
         cfg = PartitionConfig.load(check["part_config"])
         if check["fingerprint"] is not None and cfg.fingerprint() != check["fingerprint"]:

@@ -49,3 +49,14 @@ def choose(num_edges: int, requested: str | None, streamable: bool, in_memory_on
         return Choice(method, False, f"{method} in memory: {reason} ({size})")
     return Choice("kaminpar", True, f"kaminpar streaming: the graph is too large for the in-memory METIS path "
                                     f"({size}); --part_method metis and --memory_budget override this")
+
+
+def choose_cluster(num_edges: int, requested: str | None, num_hosts: int) -> Choice:
+    """The assignment of a distributed partitioning, which runs on the coordinating host over the
+    graph's undirected ParHIP file (assembled from the hosts' pieces): KaMinPar unless asked
+    otherwise, as it needs the least memory there."""
+    where = f"the edges on {num_hosts} hosts, the assignment on this one"
+    if requested is not None:
+        return Choice(requested, True, f"{requested} as asked ({where})")
+    return Choice("kaminpar", True, f"kaminpar ({where}: of the partitioners it needs the least memory per edge, "
+                                    f"{num_edges:,} edges); --part_method metis or random overrides this")

@@ -28,7 +28,7 @@ class Partition:
     num_inner_edges: int
     indptr: torch.Tensor
     indices: torch.Tensor  # local source ids
-    eids: torch.Tensor  # global edge ids
+    stored_eids: torch.Tensor | None  # global edge id of each stored edge; None: its own range, in order
     out_degree: torch.Tensor  # out-degree of each owned node, over the whole graph
     node_data: dict[str, dict[str, torch.Tensor]]
     edge_data: dict[str, dict[str, torch.Tensor]]
@@ -53,7 +53,17 @@ class Partition:
     def eid_start(self) -> int | None:
         """`eids` is the range eid_start, eid_start + 1, ... (the writer's layout: a stored
         edge's id is its CSC slot plus this), or None; lets sampling add instead of gather."""
-        return _range_start(self.eids)
+        if self.stored_eids is None:
+            return self.book.edge_range(self.part_id, None)[0]
+        return _range_start(self.stored_eids)
+
+    @cached_property
+    def eids(self) -> torch.Tensor:
+        """Global edge id of every stored edge. Without an eids file this is a range made on
+        first use (8 bytes an edge): hot paths use `eid_start` instead."""
+        if self.stored_eids is not None:
+            return self.stored_eids
+        return torch.arange(self.eid_start, self.eid_start + self.num_edges(), dtype=torch.int64)
 
     # ---- DGL's view of a partition as a local graph (`DistGraph.local_partition`, `load_partition`)
     @property
@@ -86,6 +96,27 @@ class Partition:
         return typed_indptr(self.indptr, kinds, len(self.canonical_etypes))
 
     @cached_property
+    def _owned_edge_slots(self) -> torch.Tensor:
+        """CSC slot of each owned edge, by edge id minus the range's start (8 bytes an owned
+        edge, made on first use: only partitions whose stored edges are not their own range in
+        order need it)."""
+        lo, hi = self.book.edge_range(self.part_id, None)
+        inner = torch.nonzero((self.eids >= lo) & (self.eids < hi)).flatten()
+        slots = torch.empty(hi - lo, dtype=torch.int64)
+        slots[self.eids[inner] - lo] = inner
+        return slots
+
+    def find_owned_edges(self, eids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(source, destination) global node ids of edges `eids`, which this partition owns,
+        read off its CSC."""
+        if self.stored_eids is None:
+            slots = eids - self.eid_start
+        else:
+            slots = self._owned_edge_slots[eids - self.book.edge_range(self.part_id, None)[0]]
+        dst_local = torch.searchsorted(self.indptr, slots, right=True) - 1
+        return self.global_nid[self.indices[slots]], self.global_nid[dst_local]
+
+    @cached_property
     def owned_nid_start(self) -> int | None:
         """The owned nodes' global ids (`global_nid[:num_inner_nodes]`, the writer's layout) are
         a range from this, or None; lets sampling add instead of gather for all but halo nodes."""
@@ -108,15 +139,16 @@ def _tensor(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(a)
 
 
-def _edge_ids(cfg: PartitionConfig, meta: PartMeta, n_edges: int, elo: int, ehi: int, mmap: bool) -> np.ndarray:
-    """Global id of each stored in-edge: its file, or, when the config lists none, the
+def _edge_ids(cfg: PartitionConfig, meta: PartMeta, n_edges: int, elo: int, ehi: int,
+              mmap: bool) -> torch.Tensor | None:
+    """Global id of each stored in-edge from its file, or None when the config lists none: the
     partition's own edge range in order (what the writer leaves out)."""
     if meta.file("eids") is not None:
-        return cfg.load_array(meta.file("eids"), rows=n_edges, dtype="int64", mmap=mmap)
+        return _tensor(cfg.load_array(meta.file("eids"), rows=n_edges, dtype="int64", mmap=mmap))
     if n_edges != ehi - elo:
         raise PartitionError(f"{cfg.path}: partition {meta.part_id} stores {n_edges} edges but lists no eids file, "
                              f"which only fits its own {ehi - elo} edges; re-partition")
-    return np.arange(elo, ehi, dtype=np.int64)
+    return None
 
 
 def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> Partition:
@@ -136,7 +168,6 @@ def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> 
         "global_nid": load(meta.file("global_nid"), rows=n_local, dtype="int64", mmap=mmap),
         "indptr": load(meta.file("indptr"), rows=n_local + 1, dtype="int64", mmap=mmap),
         "indices": load(meta.file("indices"), rows=n_edges, dtype="int64", mmap=mmap),
-        "eids": _edge_ids(cfg, meta, n_edges, elo, ehi, mmap),
         "out_degree": load(meta.file("out_degree"), rows=n_inner, dtype="int64", mmap=mmap),
     }
     if int(arrays["indptr"][-1]) != n_edges:
@@ -165,7 +196,7 @@ def load_partition(part_config: str | Path, part_id: int, mmap: bool = True) -> 
         num_inner_edges=n_inner_edges,
         indptr=_tensor(arrays["indptr"]),
         indices=_tensor(arrays["indices"]),
-        eids=_tensor(arrays["eids"]),
+        stored_eids=_edge_ids(cfg, meta, n_edges, elo, ehi, mmap),
         out_degree=_tensor(arrays["out_degree"]),
         node_data=node_data,
         edge_data=edge_data,

@@ -12,9 +12,8 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
-import torch
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
@@ -28,6 +27,7 @@ CLOSE_LINGER_MS = 2000  # how long a closing server keeps trying to deliver its 
 # zmq gives a received frame this big a buffer of its own; smaller ones share one receive
 # buffer (and may sit misaligned in it), so replies below this size are copied out
 OWN_BUFFER_BYTES = 64 << 10
+CHECK_SECONDS = 0.2  # how often a waiting call runs its caller's check
 
 
 class PeerError(DistGraphError):
@@ -159,9 +159,13 @@ class _Conn:
 class Connections:
     """One connection per server; `call` sends a batch of requests, then gathers replies."""
 
-    def __init__(self, peers: Sequence[PeerAddress], timeout: float, credentials: Credentials):
+    def __init__(self, peers: Sequence[PeerAddress], timeout: float, credentials: Credentials,
+                 numpy_replies: bool = False):
+        """`numpy_replies`: replies' arrays come as numpy arrays (torch is never imported) rather
+        than tensors."""
         self.peers = list(peers)
         self.timeout = timeout
+        self.numpy_replies = numpy_replies
         self._conns = [_Conn(p, timeout, credentials) for p in self.peers]
         self._rids = itertools.count(1)
         self._poller = zmq.Poller()
@@ -172,9 +176,10 @@ class Connections:
         self._by_monitor = {c.monitor: c for c in self._conns}
         self._inflight: dict[int, tuple[Batch, list[int]]] = {}  # message id -> (its batch, request indices)
 
-    def call(self, requests: Sequence[Request], timeout: float | None = None) -> list[Reply]:
+    def call(self, requests: Sequence[Request], timeout: float | None = None,
+             check: Callable[[], None] | None = None) -> list[Reply]:
         """Send every request, then wait (bounded) for all replies; raise the first error reply."""
-        return self.wait(self.start(requests, timeout))
+        return self.wait(self.start(requests, timeout), check)
 
     def start(self, requests: Sequence[Request], timeout: float | None = None) -> "Batch":
         """Send every request at once and return without waiting. Several batches may be in
@@ -202,8 +207,10 @@ class Connections:
             self._inflight[rid] = (batch, indices)
         return batch
 
-    def wait(self, batch: "Batch") -> list[Reply]:
-        """Gather the replies of a batch before its deadline; raise the first error reply."""
+    def wait(self, batch: "Batch", check: Callable[[], None] | None = None) -> list[Reply]:
+        """Gather the replies of a batch before its deadline; raise the first error reply.
+        `check` runs at least every CHECK_SECONDS while waiting and may raise (e.g. when a
+        process the replies depend on has ended)."""
         requests, pending = batch.requests, batch.pending
         try:
             for conn in {self._conns[requests[ix[0]].peer] for ix in pending.values()}:
@@ -211,6 +218,9 @@ class Connections:
                     self._check_lost(conn, requests, pending)
             while pending:
                 remaining = batch.deadline - time.monotonic()
+                if check is not None:
+                    check()
+                    remaining = min(remaining, CHECK_SECONDS)
                 ready = dict(self._poller.poll(max(0, int(remaining * 1000)))) if remaining > 0 else {}
                 for sock in ready:
                     if sock in self._by_socket:
@@ -247,7 +257,7 @@ class Connections:
         sock = conn.socket
         while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             try:
-                header, specs = wire.unpack_header(sock.recv(copy=True))
+                header, specs = wire.read_header(sock.recv(copy=True))
             except wire.WireError as exc:
                 self._discard_rest(sock)
                 raise PeerError(f"{conn.peer} sent a malformed reply: {exc}") from None
@@ -261,9 +271,13 @@ class Connections:
             out = [] if batch is None else [
                 target for i, n in zip(indices, counts) for target in _padded(batch.requests[i].out, n)]
             arrays = []
-            for i, (dtype, shape) in enumerate(specs):
+            for i, (name, shape) in enumerate(specs):
                 if not sock.getsockopt(zmq.RCVMORE):
                     raise PeerError(f"{conn.peer} sent a reply with fewer frames than its header declares")
+                if self.numpy_replies:
+                    arrays.append(wire.numpy_from_buffer(sock.recv(copy=True), name, shape, i))
+                    continue
+                dtype = wire.parse_dtype(name)
                 target = out[i] if i < len(out) else None
                 fits = target is not None and target.dtype == dtype and target.is_contiguous()
                 if fits and target.numel() == _numel(shape):

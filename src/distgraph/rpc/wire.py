@@ -4,14 +4,19 @@ The header is a map of plain values (op, request id, names, numbers) plus an `ar
 list of `[dtype, shape]` describing the frames that follow. Nothing on the wire is ever
 unpickled or evaluated: a peer can send only values and bytes, and every array is checked
 against its declared dtype and shape before it is used.
+
+Arrays are torch tensors or numpy arrays (the same bytes and descriptors either way); torch
+is imported only where a torch dtype is asked for, so numpy-only processes (the distributed
+partitioner's) speak the format without it.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 import msgpack
-import torch
+import numpy as np
 
 from ..errors import DistGraphError
 
@@ -22,31 +27,52 @@ MAX_HEADER_BYTES = 1 << 20
 MANY = "many"
 MERGE_PARTS = 64  # at most this many requests share a message
 MAX_NDIM = 8
-DTYPES: dict[str, torch.dtype] = {
-    "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16,
-    "int32": torch.int32, "int64": torch.int64, "float16": torch.float16,
-    "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64,
-}
-_NAMES = {v: k for k, v in DTYPES.items()}
+ITEMSIZE = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2, "bfloat16": 2,
+            "float32": 4, "float64": 8}  # the dtypes that travel, by wire name
 
 
 class WireError(DistGraphError):
     """A message does not follow the wire format (bad header, dtype, shape or length)."""
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    """The wire name of a torch dtype; only plain numeric dtypes travel."""
-    try:
-        return _NAMES[dtype]
-    except KeyError:
-        raise WireError(f"dtype {dtype} cannot be sent; use one of {sorted(DTYPES)}") from None
+@lru_cache(maxsize=None)
+def _torch_dtypes() -> dict:
+    import torch
+
+    return {name: getattr(torch, name) for name in ITEMSIZE}
 
 
-def parse_dtype(name: Any) -> torch.dtype:
+@lru_cache(maxsize=None)
+def _torch_names() -> dict:
+    return {d: name for name, d in _torch_dtypes().items()}
+
+
+def __getattr__(name: str):
+    if name == "DTYPES":  # wire name -> torch dtype (torch imported on first use)
+        return _torch_dtypes()
+    raise AttributeError(name)
+
+
+def dtype_name(dtype) -> str:
+    """The wire name of a torch or numpy dtype; only plain numeric dtypes travel."""
+    if isinstance(dtype, np.dtype):
+        if dtype.name in ITEMSIZE and dtype.isnative:
+            return dtype.name
+    elif dtype in _torch_names():
+        return _torch_names()[dtype]
+    raise WireError(f"dtype {dtype} cannot be sent; use one of {sorted(ITEMSIZE)}")
+
+
+def parse_dtype_name(name: Any) -> str:
+    """A wire dtype name, rejecting anything else."""
+    if not isinstance(name, str) or name not in ITEMSIZE:
+        raise WireError(f"unknown dtype {name!r}; expected one of {sorted(ITEMSIZE)}")
+    return name
+
+
+def parse_dtype(name: Any):
     """The torch dtype for a wire name, rejecting anything else."""
-    if not isinstance(name, str) or name not in DTYPES:
-        raise WireError(f"unknown dtype {name!r}; expected one of {sorted(DTYPES)}")
-    return DTYPES[name]
+    return _torch_dtypes()[parse_dtype_name(name)]
 
 
 def parse_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
@@ -57,27 +83,31 @@ def parse_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
     return tuple(shape)
 
 
-def nbytes(dtype: torch.dtype, shape: Sequence[int]) -> int:
-    n = torch.empty((), dtype=dtype).element_size()
+def nbytes(dtype, shape: Sequence[int]) -> int:
+    """Bytes of an array of `dtype` (a wire name or a torch dtype) and `shape`."""
+    n = ITEMSIZE[dtype if isinstance(dtype, str) else dtype_name(dtype)]
     for d in shape:
         n *= d
     return n
 
 
-def array_buffer(t: torch.Tensor) -> memoryview:
-    """The bytes of a tensor, without a copy when it is already contiguous."""
-    flat = t.detach().contiguous().reshape(-1)
-    return memoryview(flat.view(torch.uint8).numpy())
+def array_buffer(a) -> memoryview:
+    """The bytes of a tensor or numpy array, without a copy when it is already contiguous."""
+    if isinstance(a, np.ndarray):
+        return memoryview(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
+    flat = a.detach().contiguous().reshape(-1)
+    return memoryview(flat.view(_torch_dtypes()["uint8"]).numpy())
 
 
-def pack(header: dict, arrays: Sequence[torch.Tensor] = ()) -> list:
+def pack(header: dict, arrays: Sequence = ()) -> list:
     """Frames for a message: the header (with array descriptors) and one buffer per array."""
     specs = [[dtype_name(a.dtype), list(a.shape)] for a in arrays]
     return [msgpack.packb({**header, "arrays": specs}, use_bin_type=True), *(array_buffer(a) for a in arrays)]
 
 
-def unpack_header(frame) -> tuple[dict, list[tuple[torch.dtype, tuple[int, ...]]]]:
-    """Decode and check a header frame; returns the header and the declared arrays."""
+def read_header(frame) -> tuple[dict, list[tuple[str, tuple[int, ...]]]]:
+    """Decode and check a header frame; returns the header and the declared arrays (wire dtype
+    name, shape)."""
     raw = memoryview(frame)
     if raw.nbytes > MAX_HEADER_BYTES:
         raise WireError(f"header of {raw.nbytes} bytes exceeds the {MAX_HEADER_BYTES}-byte limit")
@@ -95,36 +125,62 @@ def unpack_header(frame) -> tuple[dict, list[tuple[torch.dtype, tuple[int, ...]]
     for i, spec in enumerate(specs):
         if not isinstance(spec, list) or len(spec) != 2:
             raise WireError(f"array descriptor {i} must be [dtype, shape], got {spec!r}")
-        parsed.append((parse_dtype(spec[0]), parse_shape(spec[1], f"shape of array {i}")))
+        parsed.append((parse_dtype_name(spec[0]), parse_shape(spec[1], f"shape of array {i}")))
     return header, parsed
 
 
-def array_from_buffer(buf, dtype: torch.dtype, shape: tuple[int, ...], index: int = 0) -> torch.Tensor:
-    """A tensor viewing a received buffer after checking its length (and bool values)."""
+def unpack_header(frame) -> tuple[dict, list]:
+    """`read_header` with the arrays' torch dtypes."""
+    header, specs = read_header(frame)
+    return header, [(parse_dtype(name), shape) for name, shape in specs]
+
+
+def _checked_bytes(buf, name: str, shape: tuple[int, ...], index: int) -> np.ndarray:
+    """A received buffer as uint8, after checking its length (and bool values)."""
     view = memoryview(buf)
-    expected = nbytes(dtype, shape)
+    expected = nbytes(name, shape)
     if view.nbytes != expected:
         raise WireError(f"array {index} has {view.nbytes} bytes but its header declares "
-                        f"{dtype_name(dtype)}{list(shape)} = {expected} bytes")
-    if expected == 0:
+                        f"{name}{list(shape)} = {expected} bytes")
+    raw = np.frombuffer(view, dtype=np.uint8) if expected else np.empty(0, dtype=np.uint8)
+    if name == "bool" and bool((raw > 1).any()):
+        raise WireError(f"array {index} is declared bool but holds bytes other than 0 and 1")
+    return raw
+
+
+def array_from_buffer(buf, dtype, shape: tuple[int, ...], index: int = 0):
+    """A tensor viewing a received buffer after checking its length (and bool values)."""
+    import torch
+
+    name = dtype_name(dtype)
+    raw = _checked_bytes(buf, name, shape, index)
+    if raw.size == 0:
         return torch.empty(shape, dtype=dtype)
+    view = memoryview(buf)
     if view.readonly:  # e.g. `bytes`; zmq frames are writable and never copied here
         view = memoryview(bytearray(view))
-    raw = torch.frombuffer(view, dtype=torch.uint8)
-    if dtype == torch.bool and bool((raw > 1).any()):
-        raise WireError(f"array {index} is declared bool but holds bytes other than 0 and 1")
-    return raw.view(dtype).reshape(shape)
+    return torch.frombuffer(view, dtype=torch.uint8).view(dtype).reshape(shape)
 
 
-def unpack_arrays(frames: Sequence, specs: Sequence[tuple[torch.dtype, tuple[int, ...]]]) -> list[torch.Tensor]:
-    """The arrays of a message, checked against the descriptors of its header."""
+def numpy_from_buffer(buf, name: str, shape: tuple[int, ...], index: int = 0) -> np.ndarray:
+    """A numpy array viewing a received buffer (read-only when the buffer is) after the same checks."""
+    if name == "bfloat16":
+        raise WireError(f"array {index} is bfloat16, which numpy does not hold; send float32 or float16")
+    raw = _checked_bytes(buf, name, shape, index)
+    return raw.view(name).reshape(shape) if raw.size else np.empty(shape, dtype=name)
+
+
+def unpack_arrays(frames: Sequence, specs: Sequence[tuple]) -> list:
+    """The arrays of a message, checked against the descriptors of its header: tensors for torch
+    dtypes, numpy arrays for wire names (`read_header`'s)."""
     if len(frames) != len(specs):
         raise WireError(f"header declares {len(specs)} arrays but {len(frames)} frames follow")
-    return [array_from_buffer(f, d, s, i) for i, (f, (d, s)) in enumerate(zip(frames, specs))]
+    return [(numpy_from_buffer if isinstance(d, str) else array_from_buffer)(f, d, s, i)
+            for i, (f, (d, s)) in enumerate(zip(frames, specs))]
 
 
-def unpack(frames: Sequence) -> tuple[dict, list[torch.Tensor]]:
-    """Decode a whole message (header frame then array frames)."""
+def unpack(frames: Sequence) -> tuple[dict, list]:
+    """Decode a whole message (header frame then array frames) into tensors."""
     if not frames:
         raise WireError("empty message")
     header, specs = unpack_header(frames[0])

@@ -152,7 +152,7 @@ def sample_partition(part: Partition, seeds, fanout, replace: bool = False,
     slot_prob = None
     if prob is not None:
         elo, _ = part.book.edge_range(part.part_id, None)
-        slot_prob = prob[part.eids - elo]
+        slot_prob = prob if part.stored_eids is None else prob[part.stored_eids - elo]
     seg, src, eids, *etype = sample_csc_ids(partition_csc(part), seeds, fanout, replace, slot_prob, generator)
     return SampledEdges(src, None, eids, seg, seeds, etype[0] if etype else None)
 

@@ -1,5 +1,6 @@
-"""Sampling on a server: the `sample` operation answers for the nodes its machine owns,
-on the partition's CSC (memory-mapped, so a machine's servers share one copy)."""
+"""Graph operations on a server: `sample` answers for the nodes its machine owns and
+`find_edges` for the edges it owns, on the partition's CSC (memory-mapped, so a machine's
+servers share one copy)."""
 
 from __future__ import annotations
 
@@ -57,4 +58,13 @@ def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list
         typed = [] if e.etype is None else [e.etype]
         return {}, [e.src, e.eids, e.seed_pos, *typed]  # each edge's destination is its seed, which the asker has
 
-    return {"sample": sample}
+    def find_edges(header: dict, arrays: list) -> tuple[dict, list]:
+        (eids,) = expect_arrays(arrays, 1, "find_edges")
+        if eids.dtype != torch.int64 or eids.dim() != 1:
+            raise WireError("'find_edges' edge ids must be a 1-D int64 array")
+        lo, hi = part.book.edge_range(part.part_id, None)
+        if eids.numel() and (int(eids.min()) < lo or int(eids.max()) >= hi):
+            raise WireError(f"machine {part.part_id} owns edges [{lo}, {hi}); 'find_edges' asked for others")
+        return {}, list(part.find_owned_edges(eids))
+
+    return {"sample": sample, "find_edges": find_edges}

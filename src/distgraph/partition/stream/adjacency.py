@@ -14,6 +14,7 @@ are written last.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -46,47 +47,73 @@ def write_parhip(source: StreamSource, degree: np.ndarray, path: Path, vertex_we
     to `path`; `degree` is each node's in- plus out-degree (an upper bound of its row). Returns
     the number of directed entries written."""
     n = source.num_nodes()
-    if n >= 2**31:
-        raise PartitionError(f"the streaming partitioner takes graphs of fewer than 2**31 nodes, this one has {n:,}")
+    check_nodes(n)
     bounds = row_buckets(degree, max_entries)
     check_space(path.parent, 3 * 4 * int(degree.sum()) + 8 * n, "the partitioner's undirected graph")
-    version = _NO_EDGE_WEIGHTS | _VID32 | _VWGT32 | (0 if vertex_weights is not None else _NO_VERTEX_WEIGHTS)
     bar = tqdm(total=source.num_edges(), desc="undirected graph", unit="edge", unit_scale=True,
                disable=not progress, leave=False)
-    with Buckets(path.parent, bounds.size - 1, {"row": np.int32, "col": np.int32}, "adjacency") as buckets:
-        for src, dst in source.chunks():
-            keep = src != dst
-            rows = np.concatenate([src[keep], dst[keep]])
-            cols = np.concatenate([dst[keep], src[keep]])
-            buckets.append(np.searchsorted(bounds, rows, side="right") - 1, {"row": rows, "col": cols})
-            bar.update(src.size)
+    with Buckets(path.parent, bounds.size - 1, ADJACENCY_COLUMNS, "adjacency") as buckets:
+        spread_adjacency(source.chunks(), bounds, buckets, bar)
         buckets.finish()
-        row_len = np.zeros(n, dtype=np.int64)
-        start = HEADER_BYTES + 8 * (n + 1)
-        with open(path, "wb") as f:
-            f.seek(start)
-            for b in range(bounds.size - 1):
-                lo, hi = int(bounds[b]), int(bounds[b + 1])
-                cols = buckets.read(b)
-                key = (cols["row"].astype(np.int64) - lo) << 31 | cols["col"].astype(np.int64)
-                buckets.drop(b)
-                del cols
-                key = unique_sorted(key)  # sorted by (row, column), repeats gone
-                row_len[lo:hi] = np.bincount(key >> 31, minlength=hi - lo)
-                f.write((key & ((1 << 31) - 1)).astype(np.uint32).data)
-                del key
-            m = int(row_len.sum())
-            if vertex_weights is not None:
-                f.write(np.ascontiguousarray(vertex_weights, dtype=np.uint32).data)
-            f.seek(0)
-            f.write(np.array([version, n, m], dtype=np.uint64).data)
-            at = start
-            for i in range(0, n, 1 << 22):  # each row's byte offset, a piece at a time
-                rows = row_len[i:i + (1 << 22)]
-                f.write((at + 4 * np.concatenate([[0], np.cumsum(rows)])[:-1]).astype(np.uint64).data)
-                at += 4 * int(rows.sum())
-            f.write(np.array([at], dtype=np.uint64).data)
+
+        def read(b: int) -> dict[str, np.ndarray]:
+            cols = buckets.read(b)
+            buckets.drop(b)
+            return cols
+
+        m = write_rows(path, n, bounds, read, vertex_weights)
     bar.close()
+    return m
+
+
+ADJACENCY_COLUMNS = {"row": np.int32, "col": np.int32}
+
+
+def check_nodes(n: int) -> None:
+    if n >= 2**31:
+        raise PartitionError(f"the streaming partitioner takes graphs of fewer than 2**31 nodes, this one has {n:,}")
+
+
+def spread_adjacency(chunks, bounds: np.ndarray, buckets: Buckets, bar=None) -> None:
+    """Both directions of every edge of `chunks` (self-loops dropped) into the row buckets cut at `bounds`."""
+    for src, dst in chunks:
+        keep = src != dst
+        rows = np.concatenate([src[keep], dst[keep]])
+        cols = np.concatenate([dst[keep], src[keep]])
+        buckets.append(np.searchsorted(bounds, rows, side="right") - 1, {"row": rows, "col": cols})
+        if bar is not None:
+            bar.update(src.size)
+
+
+def write_rows(path: Path, n: int, bounds: np.ndarray, read_bucket: Callable[[int], dict[str, np.ndarray]],
+               vertex_weights: np.ndarray | None) -> int:
+    """The ParHIP file of the rows whose entries `read_bucket(b)` gives bucket by bucket (rows
+    in [bounds[b], bounds[b + 1]), in any order, repeats allowed); the number of entries written."""
+    version = _NO_EDGE_WEIGHTS | _VID32 | _VWGT32 | (0 if vertex_weights is not None else _NO_VERTEX_WEIGHTS)
+    row_len = np.zeros(n, dtype=np.int64)
+    start = HEADER_BYTES + 8 * (n + 1)
+    with open(path, "wb") as f:
+        f.seek(start)
+        for b in range(bounds.size - 1):
+            lo, hi = int(bounds[b]), int(bounds[b + 1])
+            cols = read_bucket(b)
+            key = (cols["row"].astype(np.int64) - lo) << 31 | cols["col"].astype(np.int64)
+            del cols
+            key = unique_sorted(key)  # sorted by (row, column), repeats gone
+            row_len[lo:hi] = np.bincount(key >> 31, minlength=hi - lo)
+            f.write((key & ((1 << 31) - 1)).astype(np.uint32).data)
+            del key
+        m = int(row_len.sum())
+        if vertex_weights is not None:
+            f.write(np.ascontiguousarray(vertex_weights, dtype=np.uint32).data)
+        f.seek(0)
+        f.write(np.array([version, n, m], dtype=np.uint64).data)
+        at = start
+        for i in range(0, n, 1 << 22):  # each row's byte offset, a piece at a time
+            rows = row_len[i:i + (1 << 22)]
+            f.write((at + 4 * np.concatenate([[0], np.cumsum(rows)])[:-1]).astype(np.uint64).data)
+            at += 4 * int(rows.sum())
+        f.write(np.array([at], dtype=np.uint64).data)
     return m
 
 

@@ -27,7 +27,7 @@ class Buckets:
         self.root = Path(tempfile.mkdtemp(prefix=f".{label}-", dir=parent))
         self.num, self.dtypes = num, {k: np.dtype(v) for k, v in dtypes.items()}
         self.sizes = np.zeros(num, dtype=np.int64)
-        self._files = {(b, k): open(self._path(b, k), "ab") for b in range(num) for k in self.dtypes}
+        self._files = {}  # (bucket, column) -> append handle, opened on a bucket's first rows
 
     def _path(self, bucket: int, column: str) -> Path:
         return self.root / f"{bucket}.{column}"
@@ -46,14 +46,18 @@ class Buckets:
             for k, values in columns.items():
                 grouped = np.asarray(values)[order].astype(self.dtypes[k], copy=False)
                 for b in present:
-                    self._files[(b, k)].write(grouped[starts[b]:starts[b + 1]].data)
+                    f = self._files.get((b, k)) or self._files.setdefault((b, k), open(self._path(b, k), "ab"))
+                    f.write(grouped[starts[b]:starts[b + 1]].data)
         except OSError as exc:
             raise InputError(f"cannot write scratch files under {self.root.parent} ({exc.strerror or exc}); free "
                              f"disk space there or pass another scratch folder") from None
         self.sizes += np.diff(starts)
 
     def read(self, bucket: int, columns: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
-        """A bucket's columns (all, or those named), in the order they were appended (after `finish`)."""
+        """A bucket's columns (all, or those named), in the order they were appended (after `finish`);
+        a bucket that got no rows reads as empty columns."""
+        if not self.sizes[bucket]:
+            return {k: np.zeros(0, dtype=self.dtypes[k]) for k in columns or self.dtypes}
         return {k: np.fromfile(self._path(bucket, k), dtype=self.dtypes[k]) for k in columns or self.dtypes}
 
     def finish(self) -> None:

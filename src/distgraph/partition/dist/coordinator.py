@@ -1,0 +1,263 @@
+"""`partition_cluster`: `partition_stream` spread over the hosts of an ip_config, for a graph in
+DGL's chunked format that every host reads at the same path (each host needs only the edge
+chunk files holding its share, `shares`; node and edge data are read where they are written).
+
+This process (the coordinator) starts one partitioning process per host (`processes`) and
+drives them (`protocol`, `hostwork`):
+1. each host counts the degrees of its share; the coordinator adds them up a slice at a time;
+2. the assignment runs here: random, or KaMinPar/METIS on the ParHIP file this process
+   assembles bucket by bucket from the hosts' adjacency pieces (its per-node arrays and the
+   partitioner's graph are the memory it needs; the edges stay on the hosts);
+3. the numbering (as `relabel_nodes`) is sent to every host; each host sends each edge of its
+   share to the host writing its destination's part (part p is written by host p mod H);
+4. each host writes its parts; the coordinator writes the id maps (the edge maps from the
+   hosts' pieces) and the config, which every host then writes beside its parts, last.
+The files are those `partition_stream` writes, byte for byte for the same assignment. If
+anything fails, every host removes what it wrote and no config is written anywhere.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from ...cluster.ip_config import parse_ip_config
+from ...data.chunked import npy_file_array
+from ...errors import DistGraphError, PartitionError
+from ...files import private_files
+from ...launch.ssh import SshOptions
+from ...rpc.auth import Credentials
+from ...rpc.transport import Connections, PeerError, RemoteError, Request
+from ..out_folder import check_out, clear_out, write_config
+from ..stream.adjacency import check_nodes, write_rows
+from ..stream.numbering import edge_ranges, number_nodes
+from ..stream.partwriter import EDGE_MAP, remove_files, write_node_maps
+from ..stream.source import from_chunked
+from ..stream.writer import MAX_BUCKETS, Degrees, assign, check_request, partition_config, split_weight
+from ..writer import PartitionStats
+from . import protocol as P
+from .host import peak_rss
+from .processes import HostProcesses
+from .shares import host_of_part, my_parts, working_edges
+
+ROWS_PER_MESSAGE = 1 << 20  # per-node arrays travel in slices of this many rows
+MAP_ROWS_PER_MESSAGE = 1 << 18  # edge id maps in slices of this many (a host reads and sends them)
+LONG_SECONDS = 7 * 24 * 3600.0  # a long operation's deadline: a dead host is noticed at once anyway
+PROGRESS_SECONDS = 0.5
+END_SECONDS = 10.0  # for the hosts to answer exit or abort
+
+
+class _Hosts:
+    """Calls to the hosts' processes; every wait also checks that they still run."""
+
+    def __init__(self, processes: HostProcesses, timeout: float, progress: bool):
+        self.processes, self.progress = processes, progress
+        self.num = len(processes.addresses)
+        self.conns = Connections(processes.addresses, timeout, Credentials(processes.secret.encode(),
+                                                                           processes.encrypt), numpy_replies=True)
+
+    def call(self, requests: list[Request], timeout: float | None = None) -> list:
+        return self.conns.call(requests, timeout, self.processes.check)
+
+    def each(self, op: str, arrays=(), **fields) -> list:
+        """The same quick operation on every host."""
+        return self.call([Request(h, {"op": op, **fields}, arrays) for h in range(self.num)])
+
+    def long(self, op: str, desc: str, total: int, arrays=(), **fields) -> list:
+        """A long operation on every host at once, its progress (edges) shown while it runs."""
+        bar = tqdm(total=total, desc=desc, unit="edge", unit_scale=True, disable=not self.progress, leave=False)
+        batch = self.conns.start([Request(h, {"op": op, **fields}, arrays) for h in range(self.num)], LONG_SECONDS)
+        while batch.pending:
+            done = self.each(P.PROGRESS)
+            bar.n = min(total, sum(r.header.get("done", 0) for r in done if r is not None))
+            bar.refresh()
+            if batch.pending:
+                time.sleep(PROGRESS_SECONDS)
+        bar.close()
+        return self.conns.wait(batch, self.processes.check)
+
+    def close(self, op: str) -> list[int]:
+        """Tell every host to end (`exit`, or `abort`: remove what it wrote), as far as it still
+        answers; the hosts' peak memory (bytes) when they all did."""
+        try:
+            replies = self.conns.call([Request(h, {"op": op}) for h in range(self.num)], END_SECONDS)
+        except DistGraphError:
+            replies = []
+        finally:
+            self.conns.close()
+        return [int(r.header.get("peak_rss", 0)) for r in replies]
+
+
+@private_files()
+def partition_cluster(input_path: str | Path, graph_name: str, num_parts: int, out_path: str | Path,
+                      ip_config: str | Path, ssh: SshOptions = SshOptions(), workspace: str | None = None,
+                      part_method: str = "random", balance_train: bool = False, balance_edges: bool = False,
+                      seed: int = 0, threads: int = 1, progress: bool = False, overwrite: bool = False,
+                      encrypt: bool = False, timeout: float = 60.0) -> PartitionStats:
+    """Partition the chunked graph at `input_path` into `num_parts` parts with one process per
+    machine of `ip_config` (paths as every host sees them, relative ones in `workspace`); part p
+    is written under `out_path` on machine p mod H, the id maps and config on this host (and
+    the config on every machine). See the module docstring."""
+    t0 = time.perf_counter()
+    machines = parse_ip_config(ip_config)
+    work = Path(workspace).expanduser() if workspace else Path.cwd()
+    local_in, out = (p if p.is_absolute() else work / p for p in (Path(input_path), Path(out_path)))
+    source = from_chunked(local_in, every_edge_file=False)
+    num_parts, node_names, node_meta, edge_names, edge_meta = check_request(source, graph_name, num_parts,
+                                                                            part_method)
+    out.mkdir(parents=True, exist_ok=True)
+    check_out(out, graph_name, overwrite)
+    processes = HostProcesses(machines, str(work), ssh, encrypt)
+    hosts = run = None
+    try:
+        processes.start()
+        hosts = _Hosts(processes, timeout, progress)
+        run = _Run(hosts, source, num_parts, out, graph_name)
+        opened = hosts.each(P.OPEN, input=str(input_path), out=str(out_path), graph_name=graph_name,
+                            num_parts=num_parts, overwrite=overwrite,
+                            hosts=[[a.host, a.port] for a in processes.addresses])
+        for m, r in enumerate(opened):
+            if (r.header["num_nodes"], r.header["num_edges"]) != (source.num_nodes(), source.num_edges()):
+                raise PartitionError(f"machine {m} reads another graph at {input_path} ({r.header['num_nodes']:,} "
+                                     f"nodes, {r.header['num_edges']:,} edges) than this host; give every host the "
+                                     f"same metadata.json")
+        stats = run.all(part_method, balance_train, balance_edges, seed, threads, node_names, node_meta, edge_names,
+                        edge_meta, t0)
+        peaks = hosts.close(P.EXIT)
+        if progress:
+            print("peak memory per host: " + ", ".join(f"machine {m} {b / 2**20:.0f} MB" for m, b in enumerate(peaks))
+                  + f"; this host (the coordinator) {peak_rss() / 2**20:.0f} MB")
+        return stats
+    except (PeerError, RemoteError) as exc:  # a host failed, died or was lost: one line naming it
+        _abort(hosts, run, out, source, node_names, edge_names)
+        raise PartitionError(f"distributed partitioning stopped: {exc}") from None
+    except BaseException:
+        _abort(hosts, run, out, source, node_names, edge_names)
+        raise
+    finally:
+        processes.stop()
+
+
+def _abort(hosts, run, out: Path, source, node_names: dict, edge_names: dict) -> None:
+    """Every host removes what it wrote; so does this one (the id maps it began to write)."""
+    if hosts is not None:
+        hosts.close(P.ABORT)
+    if run is not None and run.cleared:
+        remove_files(out, [], source, node_names, edge_names)
+
+
+class _Run:
+    """The phases of one distributed partitioning, as the coordinator drives them."""
+
+    def __init__(self, hosts: _Hosts, source, num_parts: int, out: Path, graph_name: str):
+        self.hosts, self.source, self.num_parts, self.out, self.graph_name = hosts, source, num_parts, out, graph_name
+        self.n, self.m = source.num_nodes(), source.num_edges()
+        share = -(-self.m // hosts.num)
+        self.bucket_edges = max(working_edges(share), -(-self.m // MAX_BUCKETS))
+        self.cleared = False  # the output folders were cleared: what is in them from then on is this run's
+
+    def all(self, part_method, balance_train, balance_edges, seed, threads, node_names, node_meta, edge_names,
+            edge_meta, t0) -> PartitionStats:
+        deg = self.degrees()
+        weights = split_weight(self.source, deg, balance_train, balance_edges)
+        parts = assign(self.source, deg, self.num_parts, part_method, seed, self.out, weights, self.bucket_edges,
+                       threads, self.hosts.progress, write_graph=self.undirected_graph(weights))
+        t_assign = time.perf_counter() - t0
+        numbering = number_nodes(self.source, parts, self.num_parts, deg.in_deg, self.bucket_edges)
+        del parts
+        self.send_numbering(numbering, deg)
+        del deg
+        counts = self.hosts.long(P.SHUFFLE, "shuffle edges", self.m)
+        per_type = np.sum([r.header["per_type"] for r in counts], axis=0).astype(np.int64)
+        cut = sum(int(r.header["cut"]) for r in counts)
+        ranges = edge_ranges(per_type, self.num_parts, len(self.source.canonical_etypes))
+        written = self.hosts.long(P.WRITE, "write partitions", self.m, [ranges.reshape(-1)])
+        metas, train = [None] * self.num_parts, [0] * self.num_parts
+        for h, r in enumerate(written):
+            for p, raw, t in zip(my_parts(self.num_parts, h, self.hosts.num), r.header["metas"], r.header["train"]):
+                metas[p], train[p] = P.meta_of(raw), int(t)
+        node_files = write_node_maps(self.out, self.source, numbering.node_ranges, numbering.new2old)
+        self.edge_maps(ranges)
+        self.send_maps(list(node_files.values()) + [EDGE_MAP.format(":".join(c))
+                                                    for c in self.source.canonical_etypes])
+        stats, text = partition_config(self.out, self.graph_name, self.source, part_method, node_meta, edge_meta,
+                                       metas, node_files, numbering.node_ranges, ranges, cut, train, t0, t_assign)
+        self.hosts.each(P.COMMIT, config=text)
+        write_config(self.out / f"{self.graph_name}.json", text)
+        return stats
+
+    def degrees(self) -> Degrees:
+        """Every node's in- and out-degree: each host counts its share, summed here a slice at a time."""
+        self.hosts.long(P.DEGREES, "degrees", self.m)
+        deg = Degrees(np.zeros(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64))
+        for lo in range(0, self.n, ROWS_PER_MESSAGE):
+            hi = min(self.n, lo + ROWS_PER_MESSAGE)
+            for r in self.hosts.each(P.DEGREE_ROWS, lo=lo, hi=hi):
+                deg.in_deg[lo:hi] += r.arrays[0]
+                deg.out_deg[lo:hi] += r.arrays[1]
+        return deg
+
+    def undirected_graph(self, weights):
+        """How the partitioner's ParHIP file is written here from the hosts' pieces of each row bucket."""
+
+        def write(path: Path, bounds: np.ndarray, max_entries: int) -> None:
+            check_nodes(self.n)
+            self.hosts.long(P.ADJACENCY, "undirected graph", self.m, [bounds])
+
+            def bucket(b: int) -> dict[str, np.ndarray]:
+                pieces = self.hosts.each(P.ADJACENCY_BUCKET, bucket=b)
+                return {k: np.concatenate([r.arrays[i] for r in pieces]) for i, k in enumerate(("row", "col"))}
+
+            write_rows(path, self.n, bounds, bucket, weights)
+
+        return write
+
+    def send_numbering(self, numbering, deg: Degrees) -> None:
+        """New ids to every host (a slice at a time), then to each its buckets and parts, after
+        every host has cleared its output folder (one after another: they may share it)."""
+        for lo in range(0, self.n, ROWS_PER_MESSAGE):
+            self.hosts.each(P.OLD2NEW, [numbering.old2new[lo:lo + ROWS_PER_MESSAGE]], lo=lo)
+        self.cleared = True
+        clear_out(self.out, self.num_parts)
+        for h in range(self.hosts.num):
+            self.hosts.call([Request(h, {"op": P.CLEAR})])
+        for h in range(self.hosts.num):
+            arrays = [numbering.bounds, numbering.bucket_part, numbering.node_ranges.reshape(-1)]
+            for p in my_parts(self.num_parts, h, self.hosts.num):
+                lo, hi = int(numbering.node_ranges[p, 0, 0]), int(numbering.node_ranges[p, -1, 1])
+                arrays += [numbering.new2old[lo:hi], deg.out_deg[numbering.new2old[lo:hi]]]
+            self.hosts.call([Request(h, {"op": P.PLAN}, arrays)])
+
+    def send_maps(self, rels: list[str]) -> None:
+        """The id maps to every other host (`distgraph launch` checks each has them), a slice at a time."""
+        others = [h for h in range(self.hosts.num) if not self.hosts.processes.job.plan.local[h]]
+        for rel in rels:
+            rows = npy_file_array(self.out / rel)
+            for at in range(0, max(len(rows), 1), MAP_ROWS_PER_MESSAGE):
+                piece = rows.read(at, at + MAP_ROWS_PER_MESSAGE)
+                self.hosts.call([Request(h, {"op": P.MAP_ROWS, "file": rel, "start": at, "total": len(rows)},
+                                         [piece]) for h in others])
+
+    def edge_maps(self, ranges: np.ndarray) -> None:
+        """Each edge type's id map, from the pieces the hosts wrote for their parts."""
+        from ..stream.npyfile import NpyFile
+
+        sizes = ranges[:, :, 1] - ranges[:, :, 0]
+        type_at = np.cumsum(sizes, axis=0) - sizes
+        for t, c in enumerate(self.source.canonical_etypes):
+            key = ":".join(c)
+            f = NpyFile(self.out / EDGE_MAP.format(key), np.int64, (int(sizes[:, t].sum()),))
+            try:
+                for p in range(self.num_parts):
+                    start, end = int(type_at[p, t]), int(type_at[p, t] + sizes[p, t])
+                    for at in range(start, end, MAP_ROWS_PER_MESSAGE):
+                        count = min(MAP_ROWS_PER_MESSAGE, end - at)
+                        (r,) = self.hosts.call([Request(host_of_part(p, self.hosts.num),
+                                                        {"op": P.EDGE_MAP_ROWS, "key": key, "start": at,
+                                                         "count": count})])
+                        f.write_at(at, r.arrays[0])
+            finally:
+                f.close()

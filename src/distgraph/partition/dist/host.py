@@ -1,0 +1,142 @@
+"""`python -m distgraph.partition.dist.host`: one host's process of a distributed partitioning,
+started by `distgraph partition --ip_config` (through the launcher, so it ends with it).
+
+It listens on its machine's ip_config address, admitting only peers that prove the job's
+secret, and answers the coordinator's operations (`protocol`, carried out by `hostwork`) and
+other hosts' edges. Long operations run in a thread of their own while this loop goes on
+receiving; their reply is sent when they end. A failed operation is answered with one line
+naming the machine; on any end the host removes its scratch files, and its partition files
+unless the config listing them was written.
+"""
+
+from __future__ import annotations
+
+import resource
+import signal
+import sys
+import threading
+import traceback
+
+from ...cluster.env import PartitionWorkerEnv
+from ...cluster.hosts import bind_endpoint
+from ...cluster.lifeline import watch
+from ...errors import DistGraphError
+from ...files import make_private
+from ...rpc.auth import Credentials
+from ...rpc.transport import ServerSocket
+from ...rpc.wire import WireError, read_header, unpack_arrays
+from . import protocol as P
+from .hostwork import HostWork
+
+POLL_SECONDS = 0.05
+TASK_END_SECONDS = 20.0  # for a running operation to stop before the clean-up
+
+
+class _Task:
+    """A long operation running aside; its reply waits for it."""
+
+    def __init__(self, target, identity: bytes, rid, header: dict, arrays):
+        self.identity, self.rid, self.reply = identity, rid, None
+        self.thread = threading.Thread(target=self._run, args=(target, header, arrays), daemon=True)
+        self.thread.start()
+
+    def _run(self, target, header, arrays) -> None:
+        self.reply = _answer(target, header, arrays)
+
+
+def _answer(target, header: dict, arrays) -> tuple[dict, list]:
+    """The reply to one operation: its values, or one line saying why it failed (an operation out
+    of order, whose state is not there yet, fails too rather than ending the process)."""
+    try:
+        values, out = target(header, arrays)
+        return {"ok": True, **values}, out
+    except (DistGraphError, OSError, KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
+        kind = "input" if isinstance(exc, DistGraphError) else "error"
+        text = str(exc) if isinstance(exc, DistGraphError) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, DistGraphError):
+            traceback.print_exc()
+        return {"ok": False, "kind": kind, "error": text}, []
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory so far, in bytes: its address space's high-water mark
+    (getrusage's would count the image of the process it was forked from, before its exec)."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) * 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def serve(env: PartitionWorkerEnv, work: HostWork) -> None:
+    """Answer operations until the coordinator says exit (or abort)."""
+    credentials = work.credentials
+    me = P.HostAddress(env.machine_id, 0, env.host, env.port)
+    label = f"partition host {env.machine_id}"
+    try:
+        sock = ServerSocket(bind_endpoint(env.host, env.port), env.timeouts.request, credentials, label, me.audience)
+    except Exception as exc:
+        raise DistGraphError(f"machine {env.machine_id}: cannot listen on {env.host}:{env.port} ({exc}); is another "
+                             f"job using the port?") from None
+    ops = {P.OPEN: work.open, P.DEGREES: work.degrees, P.DEGREE_ROWS: work.degree_rows,
+           P.ADJACENCY: work.adjacency_rows, P.ADJACENCY_BUCKET: work.adjacency_bucket, P.OLD2NEW: work.old2new,
+           P.CLEAR: work.clear, P.PLAN: work.plan, P.SHUFFLE: work.shuffle, P.EDGES: work.edges, P.WRITE: work.write,
+           P.EDGE_MAP_ROWS: work.edge_map_rows, P.MAP_ROWS: work.map_rows, P.COMMIT: work.commit}
+    task: _Task | None = None
+    try:
+        while True:
+            if task is not None and not task.thread.is_alive():
+                sock.send(task.identity, {**task.reply[0], "rid": task.rid}, task.reply[1])
+                task = None
+            if not sock.poll(POLL_SECONDS):
+                continue
+            identity, frames = sock.recv()
+            try:
+                header, specs = read_header(frames[0])
+                arrays = unpack_arrays(frames[1:], specs)
+            except (WireError, IndexError) as exc:
+                sock.send(identity, {"ok": False, "kind": "input", "error": f"machine {env.machine_id}: {exc}"})
+                continue
+            op, rid = header.get("op"), header.get("rid")
+            if op == P.PROGRESS:
+                sock.send(identity, {"ok": True, "rid": rid, "done": work.progress})
+            elif op in (P.EXIT, P.ABORT):
+                sock.send(identity, {"ok": True, "rid": rid, "peak_rss": peak_rss()})
+                work.stopping.set()
+                if task is not None:  # an operation still running stops at its next piece
+                    task.thread.join(TASK_END_SECONDS)
+                return
+            elif op not in ops:
+                sock.send(identity, {"ok": False, "rid": rid, "kind": "input", "error": f"unknown op {op!r}"})
+            elif op in P.BACKGROUND:
+                if task is not None:
+                    sock.send(identity, {"ok": False, "rid": rid, "error": f"{op!r} while another operation runs"})
+                    continue
+                work.progress = 0
+                task = _Task(ops[op], identity, rid, header, arrays)
+            else:
+                values, out = _answer(ops[op], header, arrays)
+                sock.send(identity, {**values, "rid": rid}, out)
+    finally:
+        sock.close()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the launcher's stop does not cut the clean-up short
+        work.cleanup()
+
+
+def main() -> int:
+    make_private()
+    env = PartitionWorkerEnv.from_environ()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the launcher stops it: clean up on the way out
+    work = HostWork(env.machine_id, Credentials(env.secret.encode(), env.encrypt), env.timeouts.request)
+    if env.lifeline_fd is not None:
+        watch(env.lifeline_fd, None, f"partition host {env.machine_id}", "distgraph partition", work.cleanup)
+    try:
+        serve(env, work)
+    except DistGraphError as exc:
+        print(f"machine {env.machine_id}: {exc}", file=sys.stderr, flush=True)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

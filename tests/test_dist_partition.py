@@ -1,0 +1,134 @@
+"""The distributed partitioner on loopback (three hosts of an ip_config on this machine, started
+without ssh): the files it writes are partition_stream's, byte for byte, for the same
+assignment (random, and KaMinPar on the ParHIP file assembled from the hosts' pieces); the
+edges travel between the hosts over the authenticated transport (edge data read by the host
+writing them); a failing host leaves no config and no partition file behind."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from partition_files import chunked_copy, same_partitions
+
+from distgraph.cluster.hosts import free_ports
+from distgraph.data import generate_mag, generate_sbm
+from distgraph.errors import PartitionError
+from distgraph.partition import load_partition
+from distgraph.partition.dist import partition_cluster
+from distgraph.partition.stream import from_chunked, partition_stream
+
+pytestmark = pytest.mark.multiprocess
+HOSTS = 3
+
+
+@pytest.fixture
+def ip_config(tmp_path):
+    path = tmp_path / "ip_config.txt"
+    path.write_text("".join(f"127.0.0.1 {port}\n" for port in free_ports("127.0.0.1", HOSTS)))
+    return path
+
+
+@pytest.fixture(scope="module", params=["homogeneous", "heterogeneous"])
+def chunked(request, tmp_path_factory):
+    if request.param == "homogeneous":
+        g = generate_sbm(3000, 30000, num_classes=6, feat_dim=8, seed=1)
+    else:
+        g = generate_mag(1200, 900, 40, 80, num_classes=5, feat_dim=8, seed=2)
+    root = chunked_copy(g, tmp_path_factory.mktemp(request.param) / "g", edge_chunks=4).parent
+    # edge data of the first edge type, in 2 chunks: the writing hosts read their edges' rows
+    meta = json.loads((root / "metadata.json").read_text())
+    key = meta["edge_type"][0]
+    weight = np.random.default_rng(0).random((sum(meta["num_edges_per_chunk"][0]), 2), dtype=np.float32)
+    half = len(weight) // 2
+    np.save(root / "w0.npy", weight[:half])
+    np.save(root / "w1.npy", weight[half:])
+    meta["edge_data"] = {key: {"w": {"format": {"name": "numpy"}, "data": ["w0.npy", "w1.npy"]}}}
+    (root / "metadata.json").write_text(json.dumps(meta))
+    return root
+
+
+def test_hosts_write_what_partition_stream_writes(chunked, ip_config, tmp_path):
+    single = partition_stream(from_chunked(chunked), "g", 4, tmp_path / "single", part_method="random", seed=5)
+    stats = partition_cluster(chunked, "g", 4, tmp_path / "dist", ip_config, part_method="random", seed=5)
+    same_partitions(tmp_path / "single", tmp_path / "dist")
+    assert not list((tmp_path / "dist").glob(".*")), "scratch left behind"
+    assert stats.part_edges == single.part_edges and stats.edge_cut == pytest.approx(single.edge_cut)
+    assert stats.part_train == single.part_train and sum(stats.part_train) > 0
+    part = load_partition(tmp_path / "dist" / "g.json", 2)
+    assert part.num_inner_nodes == stats.part_nodes[2]
+    assert any(p.name.endswith(".w.npy") for p in (tmp_path / "dist" / "part2").iterdir())
+
+
+def test_kaminpar_runs_on_the_graph_assembled_from_the_hosts_pieces(ip_config, tmp_path):
+    g = generate_sbm(2000, 20000, num_classes=4, feat_dim=4, seed=3)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=5).parent
+    single = partition_stream(from_chunked(root), "g", 3, tmp_path / "single", part_method="kaminpar", seed=1,
+                              bucket_edges=1 << 16)
+    dist = partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="kaminpar", seed=1,
+                             encrypt=True)  # (the hosts' traffic under CURVE)
+    # the same ParHIP file and seed: KaMinPar's cut agrees (its parts may differ between runs)
+    assert dist.edge_cut == pytest.approx(single.edge_cut, rel=0.1) and dist.edge_cut < 0.5
+    assert sum(dist.part_edges) == g.num_edges()
+
+
+def test_a_chunk_a_host_cannot_read_is_named(ip_config, tmp_path):
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    (root / "edges" / "_N-_E-_N-1.npy").write_bytes(b"not a chunk")  # machine 1's share
+    with pytest.raises(PartitionError, match=r"stopped: the partitioning process of machine 1 .*_N-_E-_N-1\.npy "
+                                             r"cannot be read as numpy"):
+        partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="random")
+    assert not (tmp_path / "dist" / "g.json").exists()
+
+
+FAULTS = {  # code run in one host's process before it starts (a sitecustomize on its PYTHONPATH)
+    "disk full while writing": """
+import errno, os
+def pwrite(*args):
+    raise OSError(errno.ENOSPC, "No space left on device")
+os.pwrite = pwrite
+""",
+    "dies mid-shuffle": """
+import os
+from distgraph.partition.dist import hostwork
+def edges(self, h, arrays):
+    os._exit(9)
+hostwork.HostWork.edges = edges
+""",
+}
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("disk full while writing", r"machine 2 .* refused 'write': cannot write .*No space left on device\); free disk"),
+    ("dies mid-shuffle", r"machine 2"),
+])
+def test_a_host_that_fails_leaves_nothing_that_loads(fault, message, ip_config, tmp_path, monkeypatch):
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="random", seed=1)
+    assert load_partition(tmp_path / "dist" / "g.json", 2).num_inner_nodes > 0  # an earlier partition, replaced
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(
+        f"import os\nif os.environ.get('DISTGRAPH_MACHINE_ID') == '2' and 'DISTGRAPH_LISTEN' in os.environ:\n"
+        + "".join(f"    {line}\n" for line in FAULTS[fault].strip().splitlines()))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    with pytest.raises(PartitionError, match=message) as failed:
+        partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="random", seed=2)
+    assert "\n" not in str(failed.value)
+    left = sorted(str(p.relative_to(tmp_path / "dist")) for p in (tmp_path / "dist").rglob("*") if p.is_file())
+    assert left == [], left  # no config, no partition file, no scratch: nothing a later run would load
+
+
+def test_options_that_need_one_host_are_refused_with_ip_config(chunked, ip_config, tmp_path, capsys):
+    from distgraph.cli.main import main
+
+    base = ["partition", "--graph_name", "g", "--num_parts", "3", "--out", str(tmp_path / "o"),
+            "--ip_config", str(ip_config)]
+    assert main([*base, "--input", str(chunked), "--num_hops", "2"]) == 2
+    assert "--num_hops 2 needs the whole graph; drop --ip_config" in capsys.readouterr().err
+    (tmp_path / "g.npz").write_bytes(b"PK\x03\x04")
+    assert main([*base, "--input", str(tmp_path / "g.npz")]) == 2
+    assert "g.npz is not a chunked graph folder here" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
