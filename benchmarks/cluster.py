@@ -1,20 +1,27 @@
-"""Across hosts: remote pull between two test hosts (network namespaces joined by a bridge,
-`tests/cluster/testbed.py`), with the job's authentication and with encryption, against the
-local gather limit and the bare transport; and GraphSAGE epoch time on 3 hosts against 3
-machines on loopback, on the same partition, in the same run. Needs root.
+"""Across hosts: every figure between the test bed's hosts (network namespaces joined by a
+bridge, `tests/cluster/testbed.py`: traffic crosses veth pairs and the bridge, not loopback,
+though all hosts share this machine's cores), each against its limit in the same run. Needs root.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/cluster.py [--rows 400000] [--seconds 2]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/cluster.py [--measure pull sampling train security]
 
-- `transport_{null,plain,curve}_rows_per_s`: a bare ZeroMQ client on host 0 fetching
-  10,000 x 128 float32 rows (5 MB) per request from an echo server on host 1, with no
-  security, with our authentication (PLAIN handshake + ZAP, as every job), and with CURVE.
-  The ratio plain / null is the cost of authentication on the wire.
-- `kvstore_remote_pull_rows_per_s` (authenticated) and `..._encrypted`: `DistTensor` pulls of
-  10,000 random rows owned by machine 1 (host 1), by the trainer of machine 0 (host 0).
-- `local_gather_limit_rows_per_s`: `index_select` of the same rows in one process.
-- `graphsage_epoch_s_{hosts,loopback}`: median warm-epoch time of examples/graphsage on 3
-  machines, on 3 test hosts and on loopback.
-Prints `key: value` lines; the test bed is removed at the end even on failure.
+- `pull`: a `DistTensor` pull of 10,000 random rows (128 float32) owned by machine 1 (host 1)
+  by the trainer of machine 0 (host 0), a push (assignment) of 10,000 distinct rows, and the
+  same push with server-side Adagrad (awaited), each against its limit: a bare ZeroMQ client
+  on host 0 moving the same bytes to and from a bare server on host 1 with the job's
+  authentication (the ids out and a ready 5 MB buffer back; the ids and rows out, stored by
+  an index_copy_ or stepped by the same Adagrad row kernel, and an acknowledgement back).
+  The trainer alternates limit and ours, `--rounds` times; medians.
+- `sampling`: 2 machines on 2 hosts, each trainer's [10, 25] loader (sampling only), against
+  the same seed batches sampled in one process on the same partition (the limit,
+  `train_graphsage.sampling_limit`), alternating.
+- `train`: GraphSAGE ([10, 25], batch 1000, 64 hidden) on 2 hosts: the step against its
+  slowest stage measured alone on the same batches (`train_graphsage.py --stages`); and the
+  warm epoch of examples/graphsage on 3 hosts against 3 machines on loopback (the limit:
+  there, the other machines' rows are read in shared memory).
+- `security`: the bare transport with no security, with our authentication (PLAIN + ZAP)
+  and with CURVE (`--encrypt`).
+Prints `key: value` lines and the load average before and after each part; the test bed is
+removed at the end even on failure.
 """
 
 from __future__ import annotations
@@ -32,71 +39,110 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests" / "cluster"))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 DIM, IDS = 128, 10_000
 PY = sys.executable
-from common import rate, report  # noqa: E402
+SECRET = b"0" * 64  # the bare transport's; the jobs make their own
+from common import rate, report, report_load, report_ratio  # noqa: E402
+
 
 def _credentials(mechanism: str):
     from distgraph.rpc.auth import Credentials
 
-    return None if mechanism == "null" else Credentials(b"0" * 64, mechanism == "curve")
+    return None if mechanism == "null" else Credentials(SECRET, mechanism == "curve")
 
 
-def echo(port: int, mechanism: str, host: str) -> None:
-    """On host 1: answer every request with a ready 10k-row buffer."""
+def echo(port: int, mechanism: str, host: str, table_rows: int) -> None:
+    """On host 1: a bare server. `pull` gets a ready 10k-row buffer back; `push` stores the rows
+    (an index_copy_) and `push_adagrad` applies the Adagrad row kernel our servers use, each
+    answered with an acknowledgement."""
     import torch
     import zmq
 
+    from distgraph.kvstore import kernels
+    from distgraph.malloc import keep_freed_memory
     from distgraph.rpc.auth import Authenticator
 
+    keep_freed_memory()  # as our servers and clients do
     ctx = zmq.Context.instance()
     creds = _credentials(mechanism)
     auth = Authenticator(ctx, creds, "echo") if creds else None
     sock = ctx.socket(zmq.ROUTER)
     if creds:
-        creds.server(sock)
+        creds.server(sock, "echo")
     sock.bind(f"tcp://{host}:{port}")
     rows = torch.randn(IDS, DIM).numpy()
+    table, state = torch.zeros(table_rows, DIM), torch.zeros(table_rows, DIM)  # where pushed rows land
     while True:
-        ident, msg = sock.recv_multipart()
-        if msg == b"stop":
+        ident, op, *arrays = sock.recv_multipart(copy=False)
+        if op.bytes == b"stop":
             break
-        sock.send_multipart([ident, rows], copy=False)
+        if op.bytes != b"pull":  # the rows arrive where they belong: stored, or one Adagrad step
+            ids = torch.frombuffer(arrays[0].buffer, dtype=torch.int64)
+            grads = torch.frombuffer(arrays[1].buffer, dtype=torch.float32).view(-1, DIM)
+            if op.bytes == b"push":
+                table.index_copy_(0, ids, grads)
+            else:
+                kernels.adagrad(table, state, ids, ids, grads, 0.01, 1e-10)
+        sock.send_multipart([ident, rows if op.bytes == b"pull" else b"ok"], copy=False)
     sock.close()
     if auth:
         auth.close()
 
 
+class BareClient:
+    """A bare ZeroMQ client of `echo` (the limit of a pull or a push of the same bytes)."""
+
+    def __init__(self, endpoint: str, mechanism: str):
+        import torch
+        import zmq
+
+        self.sock = zmq.Context.instance().socket(zmq.DEALER)
+        creds = _credentials(mechanism)
+        if creds:
+            creds.client(self.sock, "echo")
+        self.sock.linger = 0
+        self.sock.connect(endpoint)
+        self.dest = torch.empty(IDS, DIM)
+
+    def _wait(self) -> None:
+        if not self.sock.poll(60_000):
+            raise RuntimeError("the bare server did not answer")
+
+    def pull(self, ids) -> None:
+        """The ids out, 10k rows back into a buffer."""
+        self.sock.send_multipart([b"pull", ids.numpy()], copy=False)
+        self._wait()
+        self.sock.recv_into(self.dest.numpy())
+
+    def push(self, ids, rows, op: bytes = b"push") -> None:
+        """The ids and rows out (stored, or `push_adagrad`: their Adagrad step), an acknowledgement back."""
+        self.sock.send_multipart([op, ids.numpy(), rows.numpy()], copy=False)
+        self._wait()
+        self.sock.recv()
+
+    def close(self) -> None:
+        self.sock.send(b"stop")
+        self.sock.close()
+
+
 def fetch(port: int, mechanism: str, host: str, seconds: float) -> None:
-    """On host 0: rows/s fetched from the echo server of host 1."""
+    """On host 0: rows/s pulled from the bare server of host 1."""
     import torch
-    import zmq
 
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    creds = _credentials(mechanism)
-    if creds:
-        creds.client(sock)
-    sock.linger = 0
-    sock.connect(f"tcp://{host}:{port}")
-    dest = torch.empty(IDS, DIM)
-
-    def once():
-        sock.send(b"go")
-        if not sock.poll(60_000):
-            raise RuntimeError("the echo server did not answer")
-        sock.recv_into(dest.numpy())
-
-    print(json.dumps({"rate": rate(once, IDS, seconds)}))
-    sock.send(b"stop")
-    sock.close()
+    client = BareClient(f"tcp://{host}:{port}", mechanism)
+    ids = torch.randint(0, 1 << 20, (IDS,))
+    print(json.dumps({"rate": rate(lambda: client.pull(ids), IDS, seconds)}))
+    client.close()
 
 
-def trainer(seconds: float) -> None:
-    """The launched trainer of machine 0: pulls of rows of machine 1, and the local gather limit."""
+def pull_trainer(args: argparse.Namespace) -> None:
+    """The launched trainer of machine 0: pulls and pushes of machine 1's rows, alternating
+    with the bare transport of the same bytes (`--echo` names its server)."""
     import torch
 
     import distgraph.distributed as dist
@@ -105,12 +151,29 @@ def trainer(seconds: float) -> None:
     dist.initialize()
     ctx = dist.get_context()
     if ctx.rank == 0:
-        feat = dist.DistTensor((ctx.book.num_nodes(), DIM), torch.float32, "node~_N~feat")
+        t = dist.DistTensor((ctx.book.num_nodes(), DIM), torch.float32, "bench", init_func=dist.Uniform(-1, 1),
+                            part_policy="node~_N", persistent=True)
         lo, hi = ctx.book.node_range(1, "_N")
-        ids = torch.randint(lo, hi, (IDS,), generator=torch.Generator().manual_seed(0))
-        local = torch.randn(hi - lo, DIM)
-        print(json.dumps({"remote": rate(lambda: feat[ids], IDS, seconds),
-                          "limit": rate(lambda: local.index_select(0, ids - lo), IDS, seconds)}), flush=True)
+        gen = torch.Generator().manual_seed(0)
+        ids = torch.randint(lo, hi, (IDS,), generator=gen)
+        unique = (lo + torch.randperm(hi - lo, generator=gen)[:IDS]).sort().values
+        grads = torch.randn(IDS, DIM, generator=gen) * 1e-3
+        adagrad = {"kind": "adagrad", "lr": 0.01, "eps": 1e-10}
+        bare = BareClient(args.echo, "plain")
+        figures = {
+            "pull": (lambda: t[ids], lambda: bare.pull(ids)),
+            "push": (lambda: t.push_rows(unique, grads), lambda: bare.push(unique - lo, grads)),
+            "push_adagrad": (lambda: (t.push_rows(unique, grads, adagrad), ctx.client.flush()),
+                             lambda: bare.push(unique - lo, grads, b"push_adagrad")),
+        }
+        out = {k: {"ours": [], "limit": []} for k in figures}
+        for r in range(args.rounds):
+            for key, (ours, limit) in figures.items():
+                pair = [("ours", ours), ("limit", limit)]
+                for side, fn in pair[r % 2:] + pair[:r % 2]:  # which goes first alternates
+                    out[key][side].append(rate(fn, IDS, args.seconds))
+        bare.close()
+        print(json.dumps(out), flush=True)
     dist.barrier()
 
 
@@ -119,31 +182,172 @@ def _json_line(output: str) -> dict:
                            if line.split("] ", 1)[-1].startswith("{")))
 
 
+class Bench:
+    """The test bed with the benchmark's graph partitioned into 2 and 3 parts, copied to the hosts."""
+
+    def __init__(self, bed, tmp: Path, rows: int):
+        from testbed import WORKSPACE
+
+        from distgraph.data import generate_sbm
+        from distgraph.partition import partition_graph
+
+        self.bed, self.tmp, self.workspace, self.rows = bed, tmp, WORKSPACE, rows
+        self.src = tmp / "src"
+        g = generate_sbm(rows, 10 * rows, num_classes=8, feat_dim=DIM, seed=0)
+        for parts in (2, 3):
+            partition_graph(g, "g", parts, self.src / f"parts{parts}", part_method="metis", balance_ntypes=None)
+            hosts = bed.hosts[:parts]
+            (self.src / f"ip_config{parts}.txt").write_text("".join(f"{h.ip} 30050\n" for h in hosts))
+            for folder in (HERE, ROOT / "examples" / "graphsage"):
+                self.cli("copy", "--ip_config", f"ip_config{parts}.txt", "--workspace", WORKSPACE, "--rel_data_path",
+                         f"data{parts}", "--part_config", f"parts{parts}/g.json", "--script_folder", str(folder),
+                         "--ssh_config", str(bed.ssh_config))
+
+    def cli(self, *args: str) -> None:
+        subprocess.run([PY, "-m", "distgraph.cli.main", *args], cwd=self.src, check=True, stdout=subprocess.DEVNULL)
+
+    def launch(self, command: str, parts: int, encrypt: bool = False, env: str = "") -> str:
+        """Run `command` as the trainers of a job on `parts` hosts, launched from host 0."""
+        ws = self.workspace
+        line = (f"cd {ws} && {env} OMP_NUM_THREADS=1 {PY} -m distgraph.cli.main launch --workspace {ws} "
+                f"--num_trainers 1 --num_samplers 0 --num_omp_threads 1 --part_config data{parts}/g.json "
+                f"--ip_config ip_config{parts}.txt --ssh_config {self.bed.ssh_config} "
+                f"{'--encrypt ' if encrypt else ''}\"{command}\"")
+        return run_launch(self.bed.ssh_argv(self.bed.hosts[0], line))
+
+    def serve_echo(self, port: int, mechanism: str):
+        h1 = self.bed.hosts[1]
+        me = f"{PY} {self.workspace}/benchmarks/cluster.py"
+        server = subprocess.Popen(self.bed.ssh_argv(h1, f"{me} --role echo --port {port} --mechanism {mechanism} "
+                                                        f"--host {h1.ip} --rows {self.rows}"), stdin=subprocess.DEVNULL)
+        time.sleep(1.0)
+        return server
+
+
+def run_launch(argv: list[str]) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
+    if done.returncode:
+        raise SystemExit(f"launch failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def measure_pull(bench: Bench, args: argparse.Namespace) -> None:
+    """#1: pull and push between hosts against the bare transport of the same bytes."""
+    port = 31100
+    server = bench.serve_echo(port, "plain")
+    me = f"{PY} {bench.workspace}/benchmarks/cluster.py"
+    out = _json_line(bench.launch(f"{me} --role pull_trainer --echo tcp://{bench.bed.hosts[1].ip}:{port} "
+                                  f"--rounds {args.rounds} --seconds {args.seconds}", 2))
+    server.wait(60)
+    for key, got in out.items():
+        report_ratio(f"hosts_{key}_10k_rows_per_s", got["ours"], got["limit"], 0.8)
+
+
+def measure_security(bench: Bench, args: argparse.Namespace) -> None:
+    """The bare transport with no security, our authentication, and CURVE, in turn."""
+    h0, h1 = bench.bed.hosts[0], bench.bed.hosts[1]
+    me = f"{PY} {bench.workspace}/benchmarks/cluster.py"
+    mechanisms = ["null", "plain", "curve"]
+    rates: dict[str, list[float]] = {m: [] for m in mechanisms}
+    port = 31000
+    for r in range(args.rounds):  # the order rotates every round
+        for mechanism in mechanisms[r % 3:] + mechanisms[:r % 3]:
+            port += 1
+            server = bench.serve_echo(port, mechanism)
+            out = bench.bed.ssh(h0, f"{me} --role fetch --port {port} --mechanism {mechanism} --host {h1.ip} "
+                                    f"--seconds {args.seconds}", timeout=300).stdout
+            server.wait(60)
+            rates[mechanism].append(_json_line(out)["rate"])
+    for mechanism, got in rates.items():
+        report(f"transport_{mechanism}_rows_per_s", statistics.median(got))
+    ratios = [p / n for p, n in zip(rates["plain"], rates["null"])]
+    report("authenticated_over_bare_transport", statistics.median(ratios))
+    report("authenticated_over_bare_transport_rounds", " ".join(f"{x:.3f}" for x in ratios))
+    report("curve_over_bare_transport", statistics.median(c / n for c, n in zip(rates["curve"], rates["null"])))
+
+
+def measure_sampling(bench: Bench, args: argparse.Namespace) -> None:
+    """#2: each trainer's loader on 2 hosts against the same batches sampled in one process on the
+    same partition, one such process per trainer at once (`train_graphsage.sampling_limits`)."""
+    from train_graphsage import results, sampling_limits
+
+    ws = bench.workspace
+    ours, limit, same = [], [], True
+    for r in range(args.rounds):
+        rows = results(bench.launch(f"{PY} {ws}/benchmarks/train_graphsage.py --worker --graph_name g --sample_only "
+                                    f"--steps {args.steps} --save_seeds seeds.npz", 2))
+        per_trainer = {int(x["rank"]): x["seeds"] / x["seconds"] for x in rows}
+        ranks = sorted(per_trainer)
+        files = [bench.bed.hosts[k].workspace / f"rank{k}_seeds.npz" for k in ranks]
+        limits = dict(zip(ranks, sampling_limits(bench.src / "parts2" / "g.json", files)))
+        same &= all(limits[int(x["rank"])][1] == int(x["edges"]) for x in rows)
+        worst = min(ranks, key=lambda k: per_trainer[k] / limits[k][0])
+        ours.append(per_trainer[worst])
+        limit.append(limits[worst][0])
+        report(f"hosts_sampling_round{r}", " ".join(f"trainer {k}: {per_trainer[k]:,.0f} (limit {limits[k][0]:,.0f})"
+                                                   for k in ranks))
+    report("hosts_sampling_limit_drew_the_same_edges", "yes" if same else "NO")
+    report_ratio("hosts_sampling_seeds_per_s_trainer_furthest_from_its_limit", ours, limit, 0.8)
+
+
+def measure_train(bench: Bench, args: argparse.Namespace) -> None:
+    """#3: the GraphSAGE step on 2 hosts against its slowest stage; 3-host epoch against loopback."""
+    from train_graphsage import report_stages
+
+    out = bench.launch(f"{PY} {bench.workspace}/benchmarks/train_graphsage.py --worker --graph_name g --stages "
+                       f"--steps {args.steps} --stage_rounds {args.rounds}", 2)
+    report_ratio("hosts_2_step_seconds_over_slowest_stage", *report_stages(out, "hosts_2"), 1.25, at_most=True)
+
+    train = (f"{PY} graphsage/train_dist.py --graph_name g --num_epochs {args.epochs} --batch_size 1000 "
+             f"--fan_out 10,25 --num_hidden 64 --lr 0.01")
+
+    def epoch_time(output: str) -> float:
+        times = [float(t) for t in re.findall(r"epoch \d+: \d+ steps in ([\d.]+) s", output)]
+        return statistics.median(times[1:])
+
+    loop = bench.tmp / "loopback"  # the same job, 3 machines on this machine's loopback
+    loop.mkdir(exist_ok=True)
+    for name, target in (("data3", bench.src / "parts3"), ("graphsage", ROOT / "examples" / "graphsage")):
+        if not (loop / name).exists():
+            (loop / name).symlink_to(target)
+    (loop / "ip_config3.txt").write_text("127.0.0.1 30150\n127.0.0.1 30160\n127.0.0.1 30170\n")
+    hosts, loopback = [], []
+    for r in range(args.rounds):
+        runs = [("hosts", lambda: bench.launch(train, 3)),
+                ("loopback", lambda: run_launch(["sh", "-c", (
+                    f"cd {loop} && OMP_NUM_THREADS=1 {PY} -m distgraph.cli.main launch --workspace {loop} "
+                    f"--num_trainers 1 --num_samplers 0 --num_omp_threads 1 --part_config data3/g.json "
+                    f"--ip_config ip_config3.txt \"{train}\"")]))]
+        for kind, run in runs[r % 2:] + runs[:r % 2]:
+            (hosts if kind == "hosts" else loopback).append(epoch_time(run()))
+    report_ratio("graphsage_3_machines_epoch_seconds_hosts_over_loopback", hosts, loopback, 1.1, at_most=True)
+
+
+MEASURES = {"pull": measure_pull, "sampling": measure_sampling, "train": measure_train, "security": measure_security}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--measure", nargs="+", default=list(MEASURES), choices=list(MEASURES))
     ap.add_argument("--rows", type=int, default=400_000, help="nodes of the graph (rows of its 128-dim features)")
     ap.add_argument("--seconds", type=float, default=2.0, help="measuring time per figure")
     ap.add_argument("--epochs", type=int, default=4)
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of the three transports, in turn")
-    ap.add_argument("--role", help=argparse.SUPPRESS)
-    ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--mechanism", help=argparse.SUPPRESS)
-    ap.add_argument("--host", help=argparse.SUPPRESS)
+    ap.add_argument("--steps", type=int, default=40, help="batches per trainer for the sampling and step figures")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and the limit")
+    for hidden in ("--role", "--port", "--mechanism", "--host", "--echo"):
+        ap.add_argument(hidden, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.role == "echo":
-        echo(args.port, args.mechanism, args.host)
+        echo(int(args.port), args.mechanism, args.host, args.rows)
         return 0
     if args.role == "fetch":
-        fetch(args.port, args.mechanism, args.host, args.seconds)
+        fetch(int(args.port), args.mechanism, args.host, args.seconds)
         return 0
-    if args.role == "trainer":
-        trainer(args.seconds)
+    if args.role == "pull_trainer":
+        pull_trainer(args)
         return 0
 
-    from testbed import WORKSPACE, TestBed, available
-
-    from distgraph.data import generate_sbm
-    from distgraph.partition import partition_graph
+    from testbed import TestBed, available
 
     why = available()
     if why is not None:
@@ -152,74 +356,11 @@ def main() -> int:
     report("machine", f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}")
     report("command", " ".join(sys.argv))
     with tempfile.TemporaryDirectory() as tmp, TestBed(3, Path(tmp) / "bed") as bed:
-        src = Path(tmp) / "src"
-        g = generate_sbm(args.rows, 10 * args.rows, num_classes=8, feat_dim=DIM, seed=0)
-        partition_graph(g, "g", 3, src / "parts", part_method="metis", balance_ntypes=None)
-        (src / "ip_config.txt").write_text("".join(f"{h.ip} 30050\n" for h in bed.hosts))
-        subprocess.run([PY, "-m", "distgraph.cli.main", "copy", "--ip_config", "ip_config.txt", "--workspace",
-                        WORKSPACE, "--rel_data_path", "data", "--part_config", "parts/g.json", "--script_folder",
-                        str(ROOT / "benchmarks"), "--ssh_config", str(bed.ssh_config)], cwd=src, check=True,
-                       stdout=subprocess.DEVNULL)
-        subprocess.run([PY, "-m", "distgraph.cli.main", "copy", "--ip_config", "ip_config.txt", "--workspace",
-                        WORKSPACE, "--rel_data_path", "data", "--part_config", "parts/g.json", "--script_folder",
-                        str(ROOT / "examples" / "graphsage"), "--ssh_config", str(bed.ssh_config)], cwd=src,
-                       check=True, stdout=subprocess.DEVNULL)
-        h0, h1 = bed.hosts[0], bed.hosts[1]
-        me = f"{PY} {WORKSPACE}/benchmarks/cluster.py"
-        mechanisms = ["null", "plain", "curve"]
-        rates: dict[str, list[float]] = {m: [] for m in mechanisms}
-        port = 31000
-        for r in range(args.rounds):  # the order rotates every round
-            for mechanism in mechanisms[r % 3:] + mechanisms[:r % 3]:
-                port += 1
-                server = subprocess.Popen(bed.ssh_argv(h1, f"{me} --role echo --port {port} --mechanism {mechanism} "
-                                                           f"--host {h1.ip}"), stdin=subprocess.DEVNULL)
-                time.sleep(1.0)
-                out = bed.ssh(h0, f"{me} --role fetch --port {port} --mechanism {mechanism} --host {h1.ip} "
-                                  f"--seconds {args.seconds}", timeout=300).stdout
-                server.wait(60)
-                rates[mechanism].append(_json_line(out)["rate"])
-        for mechanism, got in rates.items():
-            report(f"transport_{mechanism}_rows_per_s", statistics.median(got))
-        ratios = [p / n for p, n in zip(rates["plain"], rates["null"])]
-        report("authenticated_over_bare_transport", statistics.median(ratios))
-        report("authenticated_over_bare_transport_rounds", " ".join(f"{x:.3f}" for x in ratios))
-        report("curve_over_bare_transport", statistics.median(c / n for c, n in zip(rates["curve"], rates["null"])))
-
-        def launch(command: str, encrypt: bool = False, where=h0, workspace=WORKSPACE, ip="ip_config.txt") -> str:
-            line = (f"cd {workspace} && OMP_NUM_THREADS=1 {PY} -m distgraph.cli.main launch --workspace {workspace} "
-                    f"--num_trainers 1 --part_config data/g.json --ip_config {ip} --ssh_config {bed.ssh_config} "
-                    f"{'--encrypt ' if encrypt else ''}\"{command}\"")
-            argv = bed.ssh_argv(where, line) if where is not None else ["sh", "-c", line]
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
-            if done.returncode:
-                raise SystemExit(f"launch failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-            return done.stdout
-
-        for encrypt in (False, True):
-            got = _json_line(launch(f"{me} --role trainer --seconds {args.seconds}", encrypt))
-            kind = "_encrypted" if encrypt else ""
-            report(f"kvstore_remote_pull{kind}_rows_per_s", got["remote"])
-            report(f"local_gather_limit{kind}_run_rows_per_s", got["limit"])
-            report(f"kvstore_remote_pull{kind}_over_local_gather_limit", got["remote"] / got["limit"])
-
-        train = (f"{PY} graphsage/train_dist.py --graph_name g --num_epochs {args.epochs} --batch_size 1000 "
-                 f"--fan_out 10,25 --num_hidden 64 --lr 0.01")
-
-        def epoch_time(output: str) -> float:
-            times = [float(t) for t in re.findall(r"epoch \d+: \d+ steps in ([\d.]+) s", output)]
-            return statistics.median(times[1:])
-
-        loop = Path(tmp) / "loopback"  # the same job, 3 machines on this machine's loopback
-        loop.mkdir()
-        (loop / "data").symlink_to(src / "parts")
-        (loop / "graphsage").symlink_to(ROOT / "examples" / "graphsage")
-        (loop / "ip_config.txt").write_text("127.0.0.1 30150\n127.0.0.1 30160\n127.0.0.1 30170\n")
-        hosts_s = epoch_time(launch(train))
-        loopback_s = epoch_time(launch(train, where=None, workspace=str(loop)))
-        report("graphsage_epoch_s_hosts", hosts_s)
-        report("graphsage_epoch_s_loopback", loopback_s)
-        report("graphsage_hosts_over_loopback", hosts_s / loopback_s)
+        bench = Bench(bed, Path(tmp), args.rows)
+        for name in args.measure:
+            report_load(f"before_{name}")
+            MEASURES[name](bench, args)
+            report_load(f"after_{name}")
     return 0
 
 

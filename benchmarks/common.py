@@ -3,15 +3,47 @@ time, loopback ip_configs on free ports."""
 
 from __future__ import annotations
 
+import os
+import statistics
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from distgraph.cluster.hosts import free_ports
+
+# ../shared beside the checkout (peers' scripts, data sets), found from a worktree nested deeper too
+SHARED = next((p / "shared" for p in Path(__file__).resolve().parents[1].parents if (p / "shared").is_dir()),
+              Path(__file__).resolve().parents[2] / "shared")
 
 
 def report(key: str, value) -> None:
     print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}", flush=True)
+
+
+def report_load(when: str) -> float:
+    """Print the 1-, 5- and 15-minute load averages (`load_<when>: ...`); returns the 1-minute one.
+    Figures are taken on an idle machine: a 1-minute load well above 1 means others ran too."""
+    loads = os.getloadavg()
+    report(f"load_{when}", " ".join(f"{x:.2f}" for x in loads))
+    return loads[0]
+
+
+def report_ratio(key: str, ours: Sequence[float], limit: Sequence[float], target: float | None = None,
+                 at_most: bool = False) -> float:
+    """Print each round's figures and ratio, and the median of the rounds' ratios (`key_ratio`):
+    each round takes ours and the limit back to back, so a ratio is paired against the load of
+    its moment. Scored against `target` (at least, or with `at_most` at most); returns the ratio."""
+    runs = lambda xs: " ".join(f"{x:.4g}" for x in xs)  # noqa: E731
+    ratios = [o / l for o, l in zip(ours, limit)]
+    report(f"{key}_ours_runs", runs(ours))
+    report(f"{key}_limit_runs", runs(limit))
+    report(f"{key}_ratio_runs", runs(ratios))
+    ratio = statistics.median(ratios)
+    report(f"{key}_ratio", ratio)
+    if target is not None:
+        met = ratio <= target if at_most else ratio >= target
+        report(f"{key}_target_{'le' if at_most else 'ge'}_{target}", "met" if met else "missed")
+    return ratio
 
 
 def rate(fn: Callable[[], object], n: int, seconds: float) -> float:

@@ -25,8 +25,13 @@ BENCHMARKS = {
     "partition": ("Partitioning: the whole step against the bare METIS call",
                   ["partition.py", "--repeat", "3", "--plot", "bench-out/partition_times.png"], None, 1),
     "kge": ("Knowledge-graph embeddings: TransE_l2 on FB15k-237, 2 processes", ["kge.py"], DATA / "FB15k-237", 2),
-    "sampling": ("Standalone sampling", ["sampling.py", "--rounds", "3"], "peer", 4),
-    "train_graphsage": ("GraphSAGE training steps and remote rows", ["train_graphsage.py", "--rounds", "3"], "peer", 4),
+    "kge_limits": ("Knowledge-graph embeddings: the training step against its arithmetic alone",
+                   ["kge.py", "--measure", "limits", "--rounds", "3", "--max_step", "600", "--rotate_steps", "6"],
+                   DATA / "FB15k-237", 2.5),
+    "sampling": ("Standalone sampling, 1 and 2 threads", ["sampling.py", "--threads", "1", "2", "--rounds", "3"],
+                 "peer", 4),
+    "train_graphsage": ("GraphSAGE training: epoch, remote rows, sampling and the step against their limits",
+                        ["train_graphsage.py", "--rounds", "3"], "peer", 4),
     "sampler_pool": ("Sampler processes started once per trainer", ["sampler_pool.py"], None, 4),
     "hetero_accuracy": ("Heterogeneous graphs: accuracy on the generated ogbn-mag-shaped graph",
                         ["hetero.py", "--papers", "20000", "--measure", "accuracy"], None, 6),
@@ -34,7 +39,8 @@ BENCHMARKS = {
                ["hetero.py", "--papers", "200000", "--rounds", "3"], "peer", 7),
     "kvstore": ("KVStore: pulls and pushes of 128-dim rows", ["kvstore.py"], None, 8),
     "row_kernels": ("Optimiser row kernels", ["row_kernels.py"], None, 8.5),
-    "cluster": ("Across hosts: authentication, encryption, 3 hosts", ["cluster.py"], "root", 9),
+    "cluster": ("Across hosts: pull, push, sampling, step and epoch against their limits; authentication, encryption",
+                ["cluster.py"], "root", 9),
 }
 
 

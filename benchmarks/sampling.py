@@ -10,8 +10,12 @@ With `--peer_python` (the interpreter of ../shared/peers/dgl's venv), DGL's
 file with the same thread count; ours and DGL's runs alternate (`--rounds` of each) and the
 medians are compared. Without it, DGL's figure is printed as recorded and not scored.
 
-    OMP_NUM_THREADS=1 python benchmarks/sampling.py [--input g.npz] [--threads 1] \\
-        [--peer_python ~/.cache/distgraph-peers/dgl/venv/bin/python] [--rounds 2]
+With `--threads 1 2`, both thread counts are measured in turn each round, and 2 threads
+are scored against twice the rate of one (the loader makes as many batches at once as
+torch has threads: `dataloading.prefetch`).
+
+    python benchmarks/sampling.py [--input g.npz] [--threads 1 2] \\
+        [--peer_python ~/.cache/distgraph-peers/dgl/venv/bin/python] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from pathlib import Path
 
 import torch
 
-from common import neutral_npz, report, time_loader
+from common import SHARED, neutral_npz, report, report_load, report_ratio, time_loader
 
 REPO = Path(__file__).resolve().parents[1]
-PEER_SCRIPT = REPO.parent / "shared" / "peers" / "dgl" / "standalone_bench.py"
+PEER_SCRIPT = SHARED / "peers" / "dgl" / "standalone_bench.py"
 TARGET = 1.5  # ours / DGL, issue 17
+SCALING = 1.8  # 2 threads / 1 thread, issue 27
 # DGL 2.1.0 measured on this machine kind, idle, by issue 17 (not this run)
 RECORDED_DGL = {1: "66000-75000", 2: "87000"}
 
@@ -76,41 +81,49 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=50)
     ap.add_argument("--batch_size", type=int, default=1000)
     ap.add_argument("--fan_out", default="10,25")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1],
+                    help="thread counts, measured in turn each round (with 1 and 2: the scaling figure)")
     ap.add_argument("--peer_python", help="DGL 2.1.0's interpreter (../shared/peers/dgl/install.sh)")
-    ap.add_argument("--rounds", type=int, default=2, help="alternating runs of each system")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating runs of each system and thread count")
     ap.add_argument("--peer_seconds", type=float, default=6.0, help="DGL's measuring time per measurement")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
     import distgraph as dg
 
     report("command", " ".join(sys.argv))
-    report("threads", args.threads)
+    report_load("before")
     with tempfile.TemporaryDirectory(prefix="distgraph-bench-") as tmp:
         work = Path(tmp)
         npz = Path(args.input) if args.input else work / "g.npz"
         if not args.input:
             dg.save_npz(dg.generate_sbm(200_000, 4_000_000, feat_dim=100, seed=0), npz)
         peer_npz = neutral_npz(npz, work / "peer.npz") if args.peer_python else npz
-        mine, theirs = [], []
-        for _ in range(args.rounds if args.peer_python else 1):
-            rate, info = ours(npz, work, args.fan_out, args.batch_size, args.batches)
-            mine.append(rate)
-            if args.peer_python:
-                theirs.append(dgl(args.peer_python, peer_npz, work, args.threads, args.peer_seconds))
+        mine = {t: [] for t in args.threads}
+        theirs = {t: [] for t in args.threads}
+        for _ in range(args.rounds):
+            for threads in args.threads:
+                torch.set_num_threads(threads)
+                rate, info = ours(npz, work, args.fan_out, args.batch_size, args.batches)
+                mine[threads].append(rate)
+                if args.peer_python:
+                    theirs[threads].append(dgl(args.peer_python, peer_npz, work, threads, args.peer_seconds))
         report("graph", f"{info['nodes']} nodes, {info['edges']} edges; fanouts {args.fan_out}; "
                         f"batch {args.batch_size}")
-        report("seeds_per_second_runs", " ".join(f"{r:,.0f}" for r in mine))
-        report("seeds_per_second", statistics.median(mine))
-        report("sampled_edges_per_second", info["edges_per_s"])
         report("input_nodes_per_batch", info["input_nodes_per_batch"])
-        if theirs:
-            report("dgl_seeds_per_second_runs", " ".join(f"{r:,.0f}" for r in theirs))
-            ratio = statistics.median(mine) / statistics.median(theirs)
-            report("ratio_vs_dgl_2.1.0", ratio)
-            report(f"target_ge_{TARGET}x_dgl", "met" if ratio >= TARGET else "missed")
-        else:
-            report("dgl_seeds_per_second_recorded", RECORDED_DGL.get(args.threads, "none for this thread count"))
+        for threads in args.threads:
+            report(f"threads_{threads}_seeds_per_second_runs", " ".join(f"{r:,.0f}" for r in mine[threads]))
+            report(f"threads_{threads}_seeds_per_second", statistics.median(mine[threads]))
+            if theirs[threads]:
+                report(f"threads_{threads}_dgl_seeds_per_second_runs",
+                       " ".join(f"{r:,.0f}" for r in theirs[threads]))
+                ratio = statistics.median(mine[threads]) / statistics.median(theirs[threads])
+                report(f"threads_{threads}_ratio_vs_dgl_2.1.0", ratio)
+                report(f"threads_{threads}_target_ge_{TARGET}x_dgl", "met" if ratio >= TARGET else "missed")
+            elif threads in RECORDED_DGL:
+                report(f"threads_{threads}_dgl_seeds_per_second_recorded", RECORDED_DGL[threads])
+        if 1 in mine and 2 in mine:  # the limit of 2 threads is twice one thread's rate
+            report_ratio("threads_2_over_2x_threads_1", mine[2], [2 * r for r in mine[1]], SCALING / 2)
+            report("threads_2_over_threads_1", statistics.median(mine[2]) / statistics.median(mine[1]))
+    report_load("after")
 
 
 if __name__ == "__main__":

@@ -1,21 +1,29 @@
 """GraphSAGE training benchmark under `distgraph launch` (DistDGL's train_dist.py setting).
 
-1. Epoch time: 1 machine, 1 server, 2 trainers; GraphSAGE 2 layers, hidden 64, batch 1000,
+1. `epoch`: 1 machine, 1 server, 2 trainers; GraphSAGE 2 layers, hidden 64, batch 1000,
    fanouts [10, 25]; time of the second (warm) epoch, slowest trainer: 10 steps per trainer
    on the default graph (10% training nodes). With `--peer_python` (../shared/peers/dgl's
    venv), DGL 2.1.0 runs the same epochs on the same .npz through its own launch.py
    (../shared/peers/dgl/run_dist.sh), alternating with ours (`--rounds`); without it,
    DGL's figure is printed as recorded and no target is scored.
-2. Remote feature rows: 2 machines on loopback, 1 trainer each, one epoch; input-node
-   feature rows owned by the other machine, METIS against random partitions.
-3. Distributed sampling: seeds/s of each trainer's loader (sampling only, 200 batches) on 2
-   machines (METIS, 1 trainer + 1 server each), against the standalone loader in one process:
-   as launched (a trainer samples its host's partitions itself), and with the other
-   machine's seeds sent to its server (DISTGRAPH_HOST_SHM=0, the path between hosts).
+2. `remote`: 2 machines on loopback, 1 trainer each, one epoch; input-node feature rows
+   owned by the other machine, METIS against random partitions.
+3. `sampling`: seeds/s of each trainer's loader (sampling only) on 2 machines (METIS, 1
+   trainer + 1 server each), as launched (a trainer samples its host's partitions itself)
+   and with the other machine's seeds sent to its server (DISTGRAPH_HOST_SHM=0, the path
+   between hosts), each against its limit: the same seed batches sampled in one process on
+   the same partition, with the same draws (`sampling_limit`), alternating.
+4. `step`: the training step on 2 machines on loopback (1 trainer + 1 server each), features
+   and labels fetched with the batch (the loader makes batches ahead in a thread, so
+   sampling and pulls overlap the step), against its limit: the slowest of its stages
+   measured alone on the same batches in the same processes (sampling; the feature and
+   label pull; forward, backward and optimiser step on batches in memory; the gradient
+   all-reduce), alternating.
 
-    python benchmarks/train_graphsage.py [--input g.npz] \
-        [--peer_python ~/.cache/distgraph-peers/dgl/venv/bin/python --rounds 2]
-Prints `key: value` lines. The trainer side is this same file with --worker.
+    python benchmarks/train_graphsage.py [--input g.npz] [--measure epoch remote sampling step] \
+        [--peer_python ~/.cache/distgraph-peers/dgl/venv/bin/python --rounds 3]
+Prints `key: value` lines and the load average before and after. The trainer side is this
+same file with --worker.
 """
 
 from __future__ import annotations
@@ -32,16 +40,34 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[1]
-PEER_SCRIPTS = ROOT.parent / "shared" / "peers" / "dgl"
+sys.path.insert(0, str(HERE.parent))
 # DGL 2.1.0's warm epoch (10 steps) on this machine kind, idle, by issue 17: printed as
 # recorded when the peer is not measured in this run
 DGL_10_STEPS_SECONDS_RECORDED = "0.74-0.82"
 TARGET = 0.7  # our warm epoch / DGL's, issue 17
+FANOUTS = [10, 25]
+BATCH = 1000
+from common import SHARED, report, report_load, report_ratio  # noqa: E402
+
+PEER_SCRIPTS = SHARED / "peers" / "dgl"
+
+
+def _loader(g, book, sample_only: bool, prefetch: bool, seed: int = 0):
+    import torch
+
+    import distgraph as dg
+
+    train = dg.node_split(g.ndata["train_mask"], book, force_even=True)
+    extra = {"prefetch_node_feats": ["feat"], "prefetch_labels": ["label"]} if prefetch else {}
+    sampler = dg.MultiLayerNeighborSampler(FANOUTS, **extra)
+    return dg.DistNodeDataLoader(g, train, sampler, batch_size=BATCH, shuffle=True,
+                                 drop_last=sample_only,  # DGL's example keeps the last batch
+                                 generator=torch.Generator().manual_seed(seed))
 
 
 def worker(args: argparse.Namespace) -> None:
-    """One trainer: time its last of `--epochs` epochs, count remote input rows over one epoch, or
-    time `--steps` batches of sampling alone."""
+    """One trainer: time its last of `--epochs` epochs, count remote input rows over one epoch,
+    time `--steps` batches of sampling alone, or time the step and its stages (`--stages`)."""
     import torch
     import torch.distributed as tdist
     import torch.nn.functional as F
@@ -52,47 +78,215 @@ def worker(args: argparse.Namespace) -> None:
     torch.manual_seed(0)
     dg.initialize()
     tdist.init_process_group("gloo")
-    g = dg.DistGraph("bench")
+    g = dg.DistGraph(args.graph_name)
     book = g.get_partition_book()
     machine = dg.distributed.get_context().machine_id
-    train = dg.node_split(g.ndata["train_mask"], book, force_even=True)
-    sampler = dg.MultiLayerNeighborSampler([10, 25])
-    loader = dg.DistNodeDataLoader(g, train, sampler, batch_size=1000, shuffle=True,
-                                   drop_last=args.sample_only)  # DGL's example keeps the last batch
-    model = torch.nn.parallel.DistributedDataParallel(dg.nn.GraphSAGE(g.ndata["feat"].shape[1], 64, 8, 2))
-    opt = torch.optim.Adam(model.parameters(), lr=0.003)
-    if args.sample_only:  # seeds/s of the loader alone (sampling, no features, no training)
+    rank = tdist.get_rank()
+    if args.stages:
+        stages(g, book, args.steps, args.stage_rounds)
+    elif args.sample_only:  # seeds/s of the loader alone (sampling, no features, no training)
         from common import time_loader
 
+        loader = _loader(g, book, True, False, seed=rank)
+        if args.save_seeds:  # the batches about to be timed, for `sampling_limit`
+            save_batches(plan(loader, args.steps + 1, loader.generator.get_state()), machine,
+                         Path(f"rank{rank}_{args.save_seeds}"))
         cpu = time.process_time()
-        seeds, _, _, seconds = time_loader(loader, args.steps)
+        seeds, edges, _, seconds = time_loader(loader, args.steps)
         cpu = time.process_time() - cpu  # includes the warm-up batch
-        print(f"RESULT rank={tdist.get_rank()} seeds={seeds} seconds={seconds:.3f} cpu={cpu:.3f}", flush=True)
-        dg.barrier()
-        tdist.destroy_process_group()
-        return
-    remote = total = steps = 0
-    for _ in range(1 if args.count_remote else args.epochs):  # the last epoch is timed
-        start, steps = time.perf_counter(), 0
-        for inputs, outputs, blocks in loader:
-            if args.count_remote:
-                owned = book.nid2partid(inputs) == machine
-                remote += int((~owned).sum())
-                total += inputs.numel()
-            loss = F.cross_entropy(model(blocks, g.ndata["feat"][inputs]), g.ndata["label"][outputs])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            steps += 1
-        seconds = time.perf_counter() - start
-    print(f"RESULT rank={tdist.get_rank()} steps={steps} seconds={seconds:.3f} remote={remote} total={total}",
-          flush=True)
+        print(f"RESULT rank={rank} seeds={seeds} seconds={seconds:.3f} cpu={cpu:.3f} edges={edges}", flush=True)
+    else:
+        loader = _loader(g, book, False, False)
+        model = torch.nn.parallel.DistributedDataParallel(dg.nn.GraphSAGE(g.ndata["feat"].shape[1], 64, 8, 2))
+        opt = torch.optim.Adam(model.parameters(), lr=0.003)
+        remote = total = steps = 0
+        for _ in range(1 if args.count_remote else args.epochs):  # the last epoch is timed
+            start, steps = time.perf_counter(), 0
+            for inputs, outputs, blocks in loader:
+                if args.count_remote:
+                    owned = book.nid2partid(inputs) == machine
+                    remote += int((~owned).sum())
+                    total += inputs.numel()
+                loss = F.cross_entropy(model(blocks, g.ndata["feat"][inputs]), g.ndata["label"][outputs])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                steps += 1
+            seconds = time.perf_counter() - start
+        print(f"RESULT rank={rank} steps={steps} seconds={seconds:.3f} remote={remote} total={total}", flush=True)
     dg.barrier()
     tdist.destroy_process_group()
 
 
+def plan(loader, count: int, state) -> list:
+    """The first `count` (seeds, seed of the draws) batches `loader` makes from generator state
+    `state`, epoch after epoch (as `time_loader` iterates it); the generator is left at `state`."""
+    loader.generator.set_state(state)
+    jobs = []
+    while len(jobs) < count:
+        jobs += loader.epoch_plan()
+    loader.generator.set_state(state)
+    return jobs[:count]
+
+
+def save_batches(jobs: list, machine: int, path: Path) -> None:
+    """The batches of a trainer of `machine`, for `sampling_limit`."""
+    import numpy as np
+
+    np.savez(path, seeds=np.stack([s.numpy() for s, _ in jobs]), draws=np.array([d for _, d in jobs]),
+             machine=np.array(machine))
+
+
+def sampling_limit(part_config: Path, batches_file: Path) -> tuple[float, int]:
+    """(seeds/s, sampled edges) of sampling the saved batches (after the first) in this process,
+    on every partition of `part_config` at once with the draws the distributed loader made:
+    the same work with no wire, no server and no other process."""
+    import numpy as np
+    import torch
+
+    from distgraph.dataloading.neighbor_sampler import NeighborSampler
+    from distgraph.partition import load_partition, load_partition_book
+    from distgraph.sampling.local import SampledEdges, sample_partitions
+    from distgraph.sampling.remote import MAX_SEED
+
+    torch.set_num_threads(1)
+    book = load_partition_book(str(part_config), 0)
+    parts = [load_partition(str(part_config), m) for m in range(book.num_partitions())]
+    with np.load(batches_file) as f:
+        seeds, draws, me = torch.from_numpy(f["seeds"]), f["draws"].tolist(), int(f["machine"])
+    sampler = NeighborSampler(FANOUTS)
+
+    def hop(generator):
+        def sample(dst: torch.Tensor, fanout: int) -> SampledEdges:
+            owner = book.nid2partid(dst, None)
+            machines = torch.nonzero(torch.bincount(owner)).flatten().tolist()
+            # the draws of `DistGraph._sample_neighbors` on the trainer's machine `me`: its own
+            # share from the batch's generator, each other machine's from a seed taken from it
+            others = [m for m in machines if m != me]
+            taken = dict(zip(others, torch.randint(0, MAX_SEED, (len(others),), generator=generator).tolist()))
+            jobs = {m: (parts[m], generator if m == me else torch.Generator().manual_seed(taken[m]), None)
+                    for m in machines}
+            return sample_partitions(jobs, dst, owner, fanout)
+        return sample
+
+    sampler.sample_blocks(hop(torch.Generator().manual_seed(draws[0])), seeds[0])  # warm-up, as the loader's
+    edges, start = 0, time.perf_counter()
+    for batch, draw in zip(seeds[1:], draws[1:]):
+        edges += sum(b.num_edges() for b in sampler.sample_blocks(hop(torch.Generator().manual_seed(draw)), batch)[2])
+    return (len(seeds) - 1) * seeds.shape[1] / (time.perf_counter() - start), edges
+
+
+def sampling_limits(part_config: Path, batch_files: list[Path]) -> list[tuple[float, int]]:
+    """`sampling_limit` of each file, in as many processes at once (as the trainers ran)."""
+    procs = [subprocess.Popen([sys.executable, str(HERE), "--role", "sampling_limit", "--part_config", str(part_config),
+                               "--batches", str(f)], stdout=subprocess.PIPE, text=True) for f in batch_files]
+    out = []
+    for p in procs:
+        line = p.communicate()[0].strip().splitlines()[-1]
+        if p.returncode:
+            raise SystemExit("a sampling limit process failed")
+        rate, edges = line.split()
+        out.append((float(rate), int(edges)))
+    return out
+
+
+def stages(g, book, steps: int, rounds: int) -> None:
+    """The step against its stages alone, on the same `steps` batches, `rounds` times alternating;
+    prints one STAGES line per round (seconds per step of each)."""
+    import torch
+    import torch.distributed as tdist
+    import torch.nn.functional as F
+
+    import distgraph as dg
+    from distgraph.dataloading.collate import NodeCollator
+
+    rank = tdist.get_rank()
+    model = dg.nn.GraphSAGE(g.ndata["feat"].shape[1], 64, 8, 2)
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.Adam(ddp.parameters(), lr=0.003)
+    loader = _loader(g, book, True, True, seed=rank)
+
+    def train(blocks, x, y, net) -> None:
+        loss = F.cross_entropy(net(blocks, x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    start_state = loader.generator.get_state()
+    collator = NodeCollator(g, dg.MultiLayerNeighborSampler(FANOUTS))  # the same draws, no data attached
+
+    def step(pipelined: bool = True) -> float:
+        """The loop as a user writes it, the data coming with the batch: batches made ahead in
+        a thread (`prefetch`), or each made when asked for (to show what the pipeline saves)."""
+        import distgraph.dataloading.loader as loader_module
+
+        made_by = loader_module.batch_threads
+        if not pipelined:
+            loader_module.batch_threads = lambda runs_user_code: 0
+        try:
+            loader.generator.set_state(start_state)
+            batches = (b for _ in range(-(-(steps + 1) // len(loader))) for b in loader)
+            next(batches)  # the pipeline fills
+            start = time.perf_counter()
+            for _, (_, _, blocks) in zip(range(steps), batches):
+                train(blocks, blocks[0].srcdata["feat"], blocks[-1].dstdata["label"], ddp)
+            return (time.perf_counter() - start) / steps
+        finally:
+            loader_module.batch_threads = made_by
+
+    def alone() -> dict[str, float]:
+        """Each stage on its own over the same batches, one after another."""
+        jobs = plan(loader, steps + 1, start_state)[1:]
+        t0 = time.perf_counter()
+        taken = [collator.collate(seeds, torch.Generator().manual_seed(draw)) for seeds, draw in jobs]
+        sample = (time.perf_counter() - t0) / steps
+        feats, labels = g.ndata["feat"], g.ndata["label"]
+        t0 = time.perf_counter()
+        data = [(feats[inputs], labels[outputs]) for inputs, outputs, _ in taken]
+        pull = (time.perf_counter() - t0) / steps
+        t0 = time.perf_counter()
+        for (_, _, blocks), (x, y) in zip(taken, data):
+            train(blocks, x, y, model)  # no DDP: compute alone
+        compute = (time.perf_counter() - t0) / steps
+        grads = torch.zeros(sum(p.numel() for p in model.parameters()))
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            tdist.all_reduce(grads)
+        allreduce = (time.perf_counter() - t0) / steps
+        return {"sampling": sample, "pull": pull, "compute": compute, "allreduce": allreduce}
+
+    step()  # a first pass: warm caches and allocator, as an epoch before the timed one
+    for r in range(rounds):
+        order = [("step", step), ("alone", alone), ("inline", lambda: step(False))]
+        got = {}
+        for name, fn in order[r % 3:] + order[:r % 3]:
+            tdist.barrier()
+            got[name] = fn()
+        parts = " ".join(f"{k}={v:.5f}" for k, v in got["alone"].items())
+        print(f"STAGES rank={rank} round={r} step={got['step']:.5f} {parts} unpipelined={got['inline']:.5f}",
+              flush=True)
+
+
+def report_stages(output: str, prefix: str) -> tuple[list[float], list[float]]:
+    """Report the STAGES lines of a launched `--stages` run; per round, the step and the slowest
+    stage of the trainer whose step is furthest from its slowest stage: (steps, slowest stages)."""
+    rows = [dict(kv.split("=") for kv in m.group(1).split()) for m in re.finditer(r"STAGES (.*)", output)]
+    steps, slowest = [], []
+    for rnd in sorted({int(r["round"]) for r in rows}):
+        names = [k for k in rows[0] if k not in ("rank", "round", "step", "unpipelined")]
+        mine = [r for r in rows if int(r["round"]) == rnd]
+        worst = max(mine, key=lambda r: float(r["step"]) / max(float(r[k]) for k in names))
+        stage = max(names, key=lambda k: float(worst[k]))
+        steps.append(float(worst["step"]))
+        slowest.append(float(worst[stage]))
+        report(f"{prefix}_round{rnd}_trainer{worst['rank']}_seconds",
+               f"step {float(worst['step']):.4f} (without the pipeline {float(worst['unpipelined']):.4f}); alone: "
+               + ", ".join(f"{k} {float(worst[k]):.4f}" for k in names) + f" (slowest: {stage})")
+    return steps, slowest
+
+
 def launch(part_config: Path, machines: int, trainers: int, extra: str, workdir: Path,
-           env: dict | None = None) -> list[dict]:
+           env: dict | None = None) -> str:
     ip = workdir / f"ip_{machines}.txt"
     subprocess.run([sys.executable, str(ROOT / "examples/graphsage/loopback_ip_config.py"), str(machines), str(ip)],
                    check=True, capture_output=True)
@@ -100,10 +294,14 @@ def launch(part_config: Path, machines: int, trainers: int, extra: str, workdir:
            "--num_trainers", str(trainers), "--num_servers", "1", "--num_samplers", "0",
            "--num_omp_threads", "1", "--part_config", str(part_config), "--ip_config", str(ip),
            f"{sys.executable} {HERE} --worker {extra}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=workdir)
     if proc.returncode:
         raise SystemExit(f"launch failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    rows = [dict(kv.split("=") for kv in m.group(1).split()) for m in re.finditer(r"RESULT (.*)", proc.stdout)]
+    return proc.stdout
+
+
+def results(output: str) -> list[dict]:
+    rows = [dict(kv.split("=") for kv in m.group(1).split()) for m in re.finditer(r"RESULT (.*)", output)]
     return [{k: float(v) for k, v in r.items()} for r in rows]
 
 
@@ -132,19 +330,31 @@ def main() -> None:
     ap.add_argument("--input", help=".npz graph (default: generate 200,000 nodes, 4,000,000 edges, 100-dim)")
     ap.add_argument("--epochs", type=int, default=2, help="epochs per run; the last one is timed")
     ap.add_argument("--peer_python", help="DGL 2.1.0's interpreter (../shared/peers/dgl/install.sh)")
-    ap.add_argument("--rounds", type=int, default=2,
-                    help="alternating runs of each system (of each setting, for the sampling figure)")
-    ap.add_argument("--measure", nargs="+", default=["epoch", "remote", "sampling"],
-                    choices=["epoch", "remote", "sampling"], help="which of the three figures (default all)")
-    ap.add_argument("--steps", type=int, default=50, help=argparse.SUPPRESS)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating runs of ours and the peer or limit")
+    ap.add_argument("--measure", nargs="+", default=["epoch", "remote", "sampling", "step"],
+                    choices=["epoch", "remote", "sampling", "step"], help="which figures (default all)")
+    ap.add_argument("--steps", type=int, default=40, help="batches per trainer for the sampling and step figures")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--graph_name", default="bench", help=argparse.SUPPRESS)
     ap.add_argument("--count_remote", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--sample_only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--save_seeds", help=argparse.SUPPRESS)
+    ap.add_argument("--stages", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--stage_rounds", type=int, default=3, help=argparse.SUPPRESS)
+    ap.add_argument("--role", choices=["sampling_limit"], help=argparse.SUPPRESS)
+    ap.add_argument("--part_config", help=argparse.SUPPRESS)
+    ap.add_argument("--batches", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(args)
+    if args.role == "sampling_limit":
+        rate, edges = sampling_limit(Path(args.part_config), Path(args.batches))
+        print(f"{rate} {edges}", flush=True)
+        return
     import distgraph as dg
 
+    report("command", " ".join(sys.argv))
+    report_load("before")
     with tempfile.TemporaryDirectory(prefix="distgraph-bench-") as tmp:
         tmp = Path(tmp)
         npz = Path(args.input) if args.input else None
@@ -156,35 +366,47 @@ def main() -> None:
         cats = dg.partition.split_categories(g)
         dg.partition_graph(g, "bench", 1, tmp / "p1")
         dg.partition_graph(g, "bench", 2, tmp / "metis", balance_ntypes=cats, balance_edges=True)
-        dg.partition_graph(g, "bench", 2, tmp / "random", part_method="random")
-        mine, theirs = [], []
-        for _ in range((args.rounds if args.peer_python else 1) if "epoch" in args.measure else 0):
-            rows = launch(tmp / "p1" / "bench.json", 1, 2, f"--epochs {args.epochs}", tmp)
-            mine.append(max(r["seconds"] for r in rows))
-            each = " ".join(f"{r['seconds']:.2f}" for r in rows)
-            print(f"warm_epoch_seconds_per_trainer: {each} ({int(rows[0]['steps'])} steps each)", flush=True)
-            if args.peer_python:
-                theirs.append(dgl_warm_epoch(args.peer_python, args.epochs))
-        if mine:
-            print(f"warm_epoch_seconds_slowest_trainer_runs: {' '.join(f'{t:.2f}' for t in mine)}")
-            print(f"warm_epoch_seconds: {statistics.median(mine):.2f}")
-        if theirs:
-            print(f"dgl_2.1.0_warm_epoch_seconds_runs: {' '.join(f'{t:.2f}' for t in theirs)}")
-            ratio = statistics.median(mine) / statistics.median(theirs)
-            print(f"ratio_vs_dgl_2.1.0: {ratio:.2f} (target <= {TARGET}: {'met' if ratio <= TARGET else 'missed'})")
-        elif mine:
-            print(f"dgl_2.1.0_warm_epoch_seconds_recorded: {DGL_10_STEPS_SECONDS_RECORDED}")
+        if "remote" in args.measure:
+            dg.partition_graph(g, "bench", 2, tmp / "random", part_method="random")
+        if "epoch" in args.measure:
+            epoch_vs_dgl(tmp, args)
         if "remote" in args.measure:
             remote_rows(tmp)
         if "sampling" in args.measure:
-            distributed_sampling(g, npz, tmp, args.rounds)
+            distributed_sampling(tmp, args.rounds, args.steps)
+        if "step" in args.measure:
+            out = launch(tmp / "metis" / "bench.json", 2, 1, f"--stages --steps {args.steps} --stage_rounds {args.rounds}",
+                         tmp)
+            report_ratio("loopback_2_step_seconds_over_slowest_stage", *report_stages(out, "loopback_2"), 1.25,
+                         at_most=True)
+    report_load("after")
+
+
+def epoch_vs_dgl(tmp: Path, args: argparse.Namespace) -> None:
+    """Our warm epoch (1 machine, 2 trainers) against DGL's, alternating."""
+    mine, theirs = [], []
+    for _ in range(args.rounds if args.peer_python else 1):
+        rows = results(launch(tmp / "p1" / "bench.json", 1, 2, f"--epochs {args.epochs}", tmp))
+        mine.append(max(r["seconds"] for r in rows))
+        each = " ".join(f"{r['seconds']:.2f}" for r in rows)
+        print(f"warm_epoch_seconds_per_trainer: {each} ({int(rows[0]['steps'])} steps each)", flush=True)
+        if args.peer_python:
+            theirs.append(dgl_warm_epoch(args.peer_python, args.epochs))
+    print(f"warm_epoch_seconds_slowest_trainer_runs: {' '.join(f'{t:.2f}' for t in mine)}")
+    print(f"warm_epoch_seconds: {statistics.median(mine):.2f}")
+    if theirs:
+        print(f"dgl_2.1.0_warm_epoch_seconds_runs: {' '.join(f'{t:.2f}' for t in theirs)}")
+        ratio = statistics.median(mine) / statistics.median(theirs)
+        print(f"ratio_vs_dgl_2.1.0: {ratio:.2f} (target <= {TARGET}: {'met' if ratio <= TARGET else 'missed'})")
+    else:
+        print(f"dgl_2.1.0_warm_epoch_seconds_recorded: {DGL_10_STEPS_SECONDS_RECORDED}")
 
 
 def remote_rows(tmp: Path) -> None:
     """Input feature rows owned by the other machine over one epoch, METIS against random."""
     remote = {}
     for method in ("metis", "random"):
-        rows = launch(tmp / method / "bench.json", 2, 1, "--count_remote", tmp)
+        rows = results(launch(tmp / method / "bench.json", 2, 1, "--count_remote", tmp))
         remote[method] = sum(r["remote"] for r in rows)
         total = sum(r["total"] for r in rows)
         print(f"{method}_remote_feature_rows_per_epoch: {remote[method]:,.0f} of {total:,.0f} input rows "
@@ -192,41 +414,34 @@ def remote_rows(tmp: Path) -> None:
     print(f"metis_over_random_remote_rows: {remote['metis'] / remote['random']:.3f} (target <= 0.5)")
 
 
-def distributed_sampling(g, npz: Path | None, tmp: Path, rounds: int) -> None:
+def distributed_sampling(tmp: Path, rounds: int, steps: int) -> None:
     """Seeds/s of each trainer's loader on 2 machines (METIS, 1 trainer + 1 server each) against
-    the standalone loader in one process, same graph; `rounds` alternating runs, medians."""
-    import distgraph as dg
-
-    sys.path.insert(0, str(HERE.parent))
-    from sampling import ours
-
-    if npz is None:
-        npz = tmp / "g.npz"
-        dg.save_npz(g, npz)
+    the same batches sampled in one process on the same partition (`sampling_limit`, one process
+    per trainer at once, as the trainers ran); as launched and with every other machine's seed
+    sent to its server; `rounds` alternating runs, medians of the rate and limit of the trainer
+    furthest from its limit in each round."""
     # by default a trainer samples the partitions of its host's machines itself; with
     # DISTGRAPH_HOST_SHM=0 the other machine's seeds go to its server, as from another host
     paths = {"host": {}, "wire": {"DISTGRAPH_HOST_SHM": "0"}}
-    alone, slowest, total, cpu = [], {p: [] for p in paths}, {p: [] for p in paths}, {p: [] for p in paths}
-    for _ in range(rounds):
-        alone.append(ours(npz, tmp / "standalone", "10,25", 1000, 200)[0])
-        for path, env in paths.items():
-            rows = launch(tmp / "metis" / "bench.json", 2, 1, "--sample_only --steps 200", tmp, env)
-            per_trainer = [r["seeds"] / r["seconds"] for r in rows]
-            slowest[path].append(min(per_trainer))
-            total[path].append(sum(per_trainer))
-            cpu[path] += [r["cpu"] / r["seconds"] for r in rows]
-    runs = lambda xs: " ".join(f"{x:,.0f}" for x in xs)  # noqa: E731
-    base = statistics.median(alone)
-    print(f"standalone_sampling_seeds_per_s: {base:,.0f} (runs {runs(alone)})")
-    for path in paths:
-        ratio = statistics.median(slowest[path]) / base
-        print(f"distributed_{path}_sampling_seeds_per_s_slowest_trainer: {statistics.median(slowest[path]):,.0f} "
-              f"(runs {runs(slowest[path])}; 2 machines x 1 trainer + 1 server each, on this host's 2 cores)")
-        print(f"distributed_{path}_trainer_cpu_seconds_per_second: "
-              f"{' '.join(f'{c:.0%}' for c in cpu[path])} (all of a trainer's threads)")
-        scored = f"target >= 0.8: {'met' if ratio >= 0.8 else 'missed'}" if path == "host" else "not scored"
-        print(f"distributed_{path}_per_trainer_over_standalone: {ratio:.2f} ({scored})")
-        print(f"distributed_{path}_total_over_standalone: {statistics.median(total[path]) / base:.2f}")
+    config = tmp / "metis" / "bench.json"
+    for path, env in paths.items():
+        ours, limit, total, same = [], [], [], True
+        for _ in range(rounds):
+            rows = results(launch(config, 2, 1, f"--sample_only --steps {steps} --save_seeds seeds.npz", tmp, env))
+            per_trainer = {int(r["rank"]): r["seeds"] / r["seconds"] for r in rows}
+            edges = {int(r["rank"]): int(r["edges"]) for r in rows}
+            ranks = sorted(per_trainer)
+            limits = dict(zip(ranks, sampling_limits(config, [tmp / f"rank{k}_seeds.npz" for k in ranks])))
+            same &= all(limits[k][1] == edges[k] for k in ranks)
+            worst = min(ranks, key=lambda k: per_trainer[k] / limits[k][0])
+            ours.append(per_trainer[worst])
+            limit.append(limits[worst][0])
+            total.append(sum(per_trainer.values()))
+            report(f"loopback_{path}_sampling_round", " ".join(f"trainer {k}: {per_trainer[k]:,.0f} (limit "
+                                                            f"{limits[k][0]:,.0f})" for k in ranks))
+        report(f"loopback_{path}_sampling_limit_drew_the_same_edges", "yes" if same else "NO")
+        report_ratio(f"loopback_{path}_sampling_seeds_per_s_trainer_furthest_from_its_limit", ours, limit, 0.8)
+        report(f"loopback_{path}_sampling_both_trainers_over_limit", statistics.median(total) / statistics.median(limit))
 
 
 if __name__ == "__main__":

@@ -117,6 +117,28 @@ def test_gather_rows_equals_index_select_for_any_dtype(path, dtype, row_shape):
     assert kernels.gather_rows(src, rows, out) is out and torch.equal(out, src[rows])
 
 
+
+@pytest.mark.parametrize("rows_per_source", [5, 3000])  # below and above the kernel's minimum
+def test_gather_rows_puts_each_sources_rows_in_place(path, rows_per_source):
+    gen = torch.Generator().manual_seed(0)
+    sources = [torch.randn(4000, 24, generator=gen), torch.randn(3000, 24, generator=gen)]
+    owner = torch.randint(0, 2, (2 * rows_per_source,), generator=gen)
+    rows = torch.randint(0, 3000, (owner.numel(),), generator=gen)
+    expected = torch.stack([sources[o][r] for o, r in zip(owner.tolist(), rows.tolist())])
+    out = torch.full_like(expected, float("nan"))
+    for m, src in enumerate(sources):
+        at = torch.nonzero(owner == m).flatten()
+        assert kernels.gather_rows(src, rows[at], out, at) is out
+    assert torch.equal(out, expected)
+    at, beyond = torch.arange(owner.numel()), rows.clone()
+    beyond[-1] = 3000  # of 3000 rows
+    with pytest.raises(IndexError, match="out of range|out of bounds"):
+        kernels.gather_rows(sources[1], beyond, out, at)
+    with pytest.raises(IndexError, match="out of range|out of bounds"):  # places are checked too
+        kernels.gather_rows(sources[0], rows, out, at + 1)
+    with pytest.raises(ValueError, match="one position per row"):
+        kernels.gather_rows(sources[0], rows, out, at[1:])
+
 def test_gather_rows_refuses_rows_out_of_range_and_a_bad_buffer():
     src = torch.zeros(3000, 16)
     with pytest.raises(IndexError, match="row 3000 is out of range for 3000 rows"):

@@ -176,3 +176,4 @@ def test_tensor_larger_than_free_shared_memory_is_refused():
     with pytest.raises(DistGraphError, match="GiB of shared memory"):
         store.create("huge", (10, 1 << 40), torch.float32, "node~_N")
     store.close()
+

@@ -21,6 +21,8 @@ from .pair_graph import PairGraph, PairTypes
 class NodeCollator:
     """Seed nodes -> (input_nodes, output_nodes, blocks)."""
 
+    runs_user_code = False  # a batch calls only the library (see `prefetch.batch_threads`)
+
     def __init__(self, g, sampler: NeighborSampler):
         self.g, self.sampler = g, sampler
 
@@ -43,6 +45,7 @@ class EdgeCollator(NodeCollator):
     def __init__(self, g, edge_sampler: EdgePredictionSampler):
         super().__init__(g, edge_sampler.sampler)
         self.edge_sampler = edge_sampler
+        self.runs_user_code = edge_sampler.runs_user_code
 
     def spec(self) -> tuple[dict, list[torch.Tensor]]:
         settings, arrays = self.edge_sampler.spec()

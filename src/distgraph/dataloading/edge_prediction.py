@@ -70,9 +70,15 @@ class EdgePredictionSampler:
             return eids, torch.cat([src * n + dst, dst * n + src])
         return as_id_tensor(self.exclude(eids), "the edges exclude() returned"), None
 
+    @property
+    def runs_user_code(self) -> bool:
+        """Whether a batch calls functions of the user's (exclude, or a negative sampler of DGL's form)."""
+        return callable(self.exclude) or (self.negative_sampler is not None
+                                          and not hasattr(self.negative_sampler, "spec"))
+
     def spec(self) -> tuple[dict, list[torch.Tensor]]:
         """Plain settings and arrays from which a sampler process rebuilds this sampler."""
-        if callable(self.exclude) or (self.negative_sampler is not None and not hasattr(self.negative_sampler, "spec")):
+        if self.runs_user_code:
             raise InputError("a function given as exclude or negative_sampler cannot be sent to sampler processes "
                              "(nothing is pickled); use the built-in ones, or launch with --num_samplers 0")
         spec = {"sampler": self.sampler.spec(), "exclude": self.exclude, "prefetch_labels": self.prefetch_labels,

@@ -23,6 +23,7 @@ from .collate import EdgeCollator, NodeCollator
 from .edge_prediction import EdgePredictionSampler
 from ..sampling.neighbor import homogeneous_ids, type_map
 from .neighbor_sampler import NeighborSampler, typed_batch
+from .prefetch import batch_threads, made_ahead
 from .workers import SamplerPool
 
 
@@ -47,22 +48,36 @@ class _SeedLoader:
         n = self.seeds.numel()
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-    def __iter__(self) -> Iterator:
+    def epoch_plan(self) -> list[tuple[torch.Tensor, int]]:
+        """What the next epoch samples: each batch's seeds and the seed of its random draws (so
+        where a batch is sampled does not matter). Iterating the loader takes the same draws."""
         order = self.seeds[torch.randperm(self.seeds.numel(), generator=self.generator)] if self.shuffle else self.seeds
         batches = [order[i * self.batch_size:(i + 1) * self.batch_size] for i in range(len(self))]
-        # one seed per batch for its random draws, so where it is sampled does not matter
-        rng_seeds = torch.randint(0, MAX_SEED, (len(batches),), generator=self.generator).tolist()
+        return list(zip(batches, torch.randint(0, MAX_SEED, (len(batches),), generator=self.generator).tolist()))
+
+    def __iter__(self) -> Iterator:
+        plan = self.epoch_plan()
+        batches, rng_seeds = [b for b, _ in plan], [r for _, r in plan]
         pool = self._sampler_pool()
         if pool is not None:
             for batch in pool.run(*self.collator.spec(), batches, rng_seeds, type_map(self.collator.g)):
                 yield self.present(batch)
             return
-        for seeds, rng_seed in zip(batches, rng_seeds):
-            yield self.present(self.collator.collate(seeds, torch.Generator().manual_seed(rng_seed)))
+        threads = self._batch_threads()
+        for batch in made_ahead(self.collate, plan, threads, 2 * threads):
+            yield self.present(batch)
+
+    def collate(self, job: tuple[torch.Tensor, int]):
+        """The mini-batch of one (seeds, seed of its draws) of `epoch_plan`, made in this thread."""
+        return self.collator.collate(job[0], torch.Generator().manual_seed(job[1]))
 
     def present(self, batch: tuple) -> tuple:
         """A mini-batch as the user sees it (DGL's typed form on a heterogeneous graph)."""
         return typed_batch(batch, type_map(self.collator.g))
+
+    def _batch_threads(self) -> int:
+        """Threads that make this loader's batches ahead of the caller (`prefetch`)."""
+        return batch_threads(self.collator.runs_user_code)
 
     def _sampler_pool(self) -> SamplerPool | None:
         """The trainer's sampler processes, or None to sample in this process (standalone,
@@ -157,3 +172,6 @@ class DistDataLoader(_SeedLoader):
         super().__init__(_CollateFn(collate_fn), dataset, batch_size, shuffle, drop_last, None)
 
     present = staticmethod(lambda batch: batch)  # whatever collate_fn made
+
+    def _batch_threads(self) -> int:
+        return 0  # the user's collate_fn runs in the calling thread, when a batch is asked for

@@ -54,7 +54,7 @@ class Reporter:
             _, _, step, stats = msg
             rate = stats.pop("steps/s")
             text = ", ".join(f"{k}: {v:.4g}" for k, v in stats.items())
-            self.write(f"[{rank}][Train]({step}/{self.bar.total // self.num_proc}) average {text}; {rate:.1f} steps/s")
+            self.write(f"[{rank}][Train]({step}/{self.bar.total // self.num_proc}) average {text}; {rate:.3g} steps/s")
         elif kind == "trained":
             self.trained.append((msg[2], msg[3]))
             if len(self.trained) == self.num_proc:

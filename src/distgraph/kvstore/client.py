@@ -111,6 +111,7 @@ class KVClient:
         self.slow_timeout = slow_timeout
         self.leaders = [sum(self.servers_per_machine[:m]) for m in range(len(self.servers_per_machine))]
         self.slot_machine = [m for m, n in enumerate(self.servers_per_machine) for _ in range(n)]
+        self._slot_machines = torch.tensor(self.slot_machine, dtype=torch.int64)
         self._lock = threading.RLock()
         self._pid = os.getpid()
         self._deferred_deletes: list[str] = []
@@ -257,7 +258,11 @@ class KVClient:
 
     def _split(self, h: TensorHandle, ids: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor, list[int]]:
         """Group ids by slot: (permutation or None if already grouped, grouped ids, slot offsets)."""
-        slot = slot_of(h.slots, ids)
+        return self._group(h, ids, slot_of(h.slots, ids))
+
+    def _group(self, h: TensorHandle, ids: torch.Tensor, slot: torch.Tensor
+               ) -> tuple[torch.Tensor | None, torch.Tensor, list[int]]:
+        """`_split` of ids whose slots are known."""
         order = None
         if ids.numel() > 1 and not bool((slot[1:] >= slot[:-1]).all()):
             order = torch.argsort(slot, stable=True)
@@ -313,30 +318,45 @@ class KVClient:
                 out = torch.empty((ids.numel(), *h.row_shape), dtype=h.dtype)
                 only = self._machine_of(h, mn, mx) if ids.numel() else None
                 if only in h.shm or not ids.numel():
-                    plans.append(_PullPlan(h, out, None, ids, [], [(only, 0, ids.numel())] if ids.numel() else []))
+                    plans.append(_PullPlan(h, out, None, [], [(only, None, ids - h.bounds[only])] if ids.numel()
+                                           else []))
                 else:
                     plans.append(self._plan_pull(h, ids, out, reqs))
             batch, skip = self._start(reqs) if reqs or self._outbox else (None, 0)
             return PendingPull(self, plans, batch, skip)
 
     def _plan_pull(self, h: TensorHandle, ids: torch.Tensor, out: torch.Tensor, reqs: list[Request]) -> "_PullPlan":
-        """Append the requests of a pull to `reqs`; the plan copies mapped rows and scatters replies."""
-        order, grouped, offsets = self._split(h, ids)
-        pieces = list(self._pieces(h, offsets, set(h.shm)))
+        """Append the requests of a pull to `reqs`; the plan copies mapped rows straight to their
+        places and scatters the replies. Only the ids that travel are grouped by slot."""
+        slot = slot_of(h.slots, ids)
+        machine = self._slot_machines.index_select(0, slot)
+        mapped = []
+        for m in h.shm:
+            at = torch.nonzero(machine == m).flatten()
+            if at.numel():
+                mapped.append((m, at, ids.index_select(0, at) - h.bounds[m]))
+        far = None  # positions of the ids that travel (None: all of them)
+        if mapped:
+            travels = torch.ones(self.num_machines, dtype=torch.bool)
+            travels[list(h.shm)] = False
+            far = torch.nonzero(travels.index_select(0, machine)).flatten()
+            ids, slot = ids.index_select(0, far), slot.index_select(0, far)
+        order, grouped, offsets = self._group(h, ids, slot)
+        positions = far if order is None else order if far is None else far.index_select(0, order)
         spans, row_bytes, travelled = [], _row_bytes(h), 0
-        for slot, s, e in pieces:
+        for slot_id, s, e in self._pieces(h, offsets, set(h.shm)):
             asked, repeat = grouped[s:e], None
             if asked.numel() <= DEDUPE_MAX_IDS:  # a row asked for twice travels once
                 uniq, inverse = torch.unique(asked, return_inverse=True)
                 if uniq.numel() < 0.9 * asked.numel():  # worth scattering the reply back
                     asked, repeat = uniq, inverse
             travelled += asked.numel()
-            into = [out[s:e]] if order is None and repeat is None and (s, e) != (0, ids.numel()) else []
-            header = {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot]]}
-            reqs.append(Request(slot, header, [asked], into, merge=asked.numel() * row_bytes <= MERGE_BYTES))
+            into = [out[s:e]] if positions is None and repeat is None and (s, e) != (0, out.shape[0]) else []
+            header = {"op": "pull", "name": h.name, "uid": h.uids[self.slot_machine[slot_id]]}
+            reqs.append(Request(slot_id, header, [asked], into, merge=asked.numel() * row_bytes <= MERGE_BYTES))
             spans.append((s, e, asked.numel(), repeat))
         self.remote_rows[h.name] = self.remote_rows.get(h.name, 0) + travelled
-        return _PullPlan(h, out, order, grouped, spans, self._shm_spans(h, offsets))
+        return _PullPlan(h, out, positions, spans, mapped)
 
     def push(self, h: TensorHandle, ids: torch.Tensor, values: torch.Tensor, optimizer: dict | None = None) -> None:
         """Assign rows `ids` (done on return), or send them as gradients to the owners'
@@ -426,7 +446,8 @@ class KVClient:
     def overlap(self, requests: Sequence[tuple[int, dict, list[torch.Tensor]]],
                 local: Callable[[], object]) -> tuple[object, list]:
         """Send each (machine, header, arrays) to one of that machine's servers (spread over
-        them in turn), run `local()` while the replies are on their way, then gather them."""
+        them in turn), run `local()` while the replies are on their way, then gather them.
+        `local()` runs outside the client's lock, so other threads' requests go on meanwhile."""
         with self._guard():
             self.flush()
             reqs = []
@@ -435,7 +456,8 @@ class KVClient:
                 reqs.append(Request(self.leaders[machine] + self._turn % self.servers_per_machine[machine],
                                     header, arrays))
             batch = self.channel.start(reqs)
-            result = local()
+        result = local()
+        with self._guard():
             return result, self.channel.wait(batch)
 
     def close(self) -> None:
@@ -454,34 +476,30 @@ class PendingPull:
     skip: int  # replies to requests sent before the pull's (the outbox's pushes)
 
     def result(self) -> list[torch.Tensor]:
+        self.client._guard()  # refuses a client of another process
+        for plan in self.plans:  # outside the lock: other threads' requests go on meanwhile
+            plan.h.check_mapped(m for m, _, _ in plan.mapped)
+            plan.copy_mapped()
         with self.client._guard():
-            for plan in self.plans:
-                plan.h.check_mapped(m for m, _, _ in plan.spans_shm)
-                plan.copy_mapped()
             replies = iter(self.client.channel.wait(self.batch)[self.skip:] if self.batch is not None else ())
         return [plan.finish([next(replies) for _ in plan.spans]) for plan in self.plans]
 
 
 @dataclass
 class _PullPlan:
-    """One tensor's part of a `pull_many`: its requests' spans of the grouped ids, and the
-    spans whose rows are in mapped shared memory."""
+    """One tensor's part of a `pull_many`: the spans of its requests over the ids that travel
+    (grouped by slot), and the rows of each machine it maps, with their places in the result."""
 
     h: TensorHandle
     out: torch.Tensor
-    order: torch.Tensor | None  # grouped position -> position in `out` (None: already grouped)
-    grouped: torch.Tensor
+    positions: torch.Tensor | None  # place in `out` of each id that travels, in request order (None: in order)
     spans: list[tuple[int, int, int, torch.Tensor | None]]  # (start, end, rows asked, where each id's row is)
-    spans_shm: list[tuple[int, int, int]]
+    mapped: list[tuple[int, torch.Tensor | None, torch.Tensor]]  # (machine, places in `out` or None: all, rows)
 
     def copy_mapped(self) -> None:
         h, out = self.h, self.out
-        for m, a, b in self.spans_shm:
-            rows = self.grouped[a:b] - h.bounds[m]
-            if self.order is None:
-                gather_rows(h.shm[m], rows, out[a:b])
-            else:
-                out.index_copy_(0, self.order[a:b], gather_rows(h.shm[m], rows))
+        for m, at, rows in self.mapped:
+            gather_rows(h.shm[m], rows, out, at)
 
     def finish(self, replies: list) -> torch.Tensor:
         """Scatter the replies into the result."""
@@ -490,8 +508,8 @@ class _PullPlan:
             rows = _reply_rows(rep.arrays, asked, h)
             if repeat is not None:
                 rows = rows[repeat]
-            if self.order is not None:
-                out.index_copy_(0, self.order[s:e], rows)
+            if self.positions is not None:
+                out.index_copy_(0, self.positions[s:e], rows)
             elif (s, e) == (0, out.shape[0]):
                 return rows  # one reply holding every row in order is the result itself
             elif rows.data_ptr() != out[s:e].data_ptr():

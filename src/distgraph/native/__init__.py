@@ -18,6 +18,7 @@ _SIGNATURES = {  # name: (restype, argtypes), as in the .c files
     "sym_rows": (_i64, [_i64, _i64, _ptr, _int, _int, _i64, _ptr, _ptr]),
     "gather_segments": (_i64, [_i64, _ptr, _ptr, _ptr, _int, _ptr]),  # segments.c
     "gather_rows": (_i64, [_i64, _ptr, _ptr, _i64, _ptr]),  # rows.c
+    "gather_rows_at": (_i64, [_i64, _ptr, _ptr, _ptr, _i64, _ptr]),  # rows.c
     "adagrad_rows": (_i64, [_i64, _ptr, _ptr, _ptr, _ptr, _ptr, _i64, _int, _dbl, _dbl, _int]),  # rows.c
     "adam_rows": (_i64, [_i64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _i64, _int, _dbl, _dbl, _dbl, _dbl, _int]),
     "row_adagrad_rows": (_i64, [_i64, _ptr, _ptr, _ptr, _ptr, _i64, _int, _dbl]),  # rows.c

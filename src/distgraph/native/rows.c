@@ -45,6 +45,17 @@ int64_t gather_rows(int64_t n, const int64_t *rows, const char *values, int64_t 
     return n;
 }
 
+/* out[positions[i]] <- row rows[i], for i < n: one source's rows straight to their places
+ * among rows of other sources; neither index is checked. Returns n. */
+int64_t gather_rows_at(int64_t n, const int64_t *rows, const int64_t *positions, const char *values,
+                       int64_t row_bytes, char *out) {
+    for (int64_t i = 0; i < n; i++) {
+        if (i + AHEAD < n) PREFETCH_ROW(values + rows[i + AHEAD] * row_bytes, row_bytes, 0);
+        memcpy(out + positions[i] * row_bytes, values + rows[i] * row_bytes, (size_t)row_bytes);
+    }
+    return n;
+}
+
 /* b^t for t >= 1 by squaring: ~log2(t) products, several times cheaper than pow() per row,
  * within a few ulps of it */
 static inline double power(double b, int64_t t) {

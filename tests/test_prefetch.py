@@ -1,0 +1,129 @@
+"""Batches made ahead in threads (`dataloading.prefetch`): the same batches, in order, as
+made one at a time in the calling thread; errors at their batch's turn; nothing left running."""
+
+import threading
+import time
+
+import pytest
+import torch
+
+from distgraph.dataloading import DistEdgeDataLoader, DistNodeDataLoader, MultiLayerNeighborSampler, negative_sampler
+from distgraph.dataloading import loader as loader_module
+from distgraph.dataloading.prefetch import made_ahead
+
+
+def flat(batch) -> list[torch.Tensor]:
+    """Every tensor of a node or edge mini-batch, in a fixed order."""
+    *head, blocks = batch
+    out = []
+    for x in head:
+        out += [x] if isinstance(x, torch.Tensor) else [x.node_ids, x.edge_index]
+    for b in blocks:
+        out += [b.src_nodes, b.dst_nodes, b.edge_index, b.eids]
+    return out
+
+
+def batches(loader, threads: int | None, monkeypatch) -> list[list[torch.Tensor]]:
+    if threads is not None:
+        monkeypatch.setattr(loader_module, "batch_threads", lambda runs_user_code: threads)
+    got = [flat(b) for b in loader]
+    monkeypatch.undo()
+    return got
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_node_batches_made_ahead_equal_those_made_in_the_calling_thread(sbm, threads, monkeypatch):
+    seeds = torch.nonzero(sbm.ndata["train_mask"]).flatten()
+    loader = DistNodeDataLoader(sbm, seeds, MultiLayerNeighborSampler([5, 3]), batch_size=37, shuffle=True,
+                                generator=torch.Generator().manual_seed(4))
+    state = loader.generator.get_state()
+    inline = batches(loader, 0, monkeypatch)
+    loader.generator.set_state(state)
+    ahead = batches(loader, threads, monkeypatch)
+    assert len(inline) == len(ahead) == len(loader) > 3
+    for a, b in zip(inline, ahead):
+        assert len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+
+def test_an_epochs_plan_names_the_batches_iteration_makes(sbm, monkeypatch):
+    """`epoch_plan` (seeds and the seed of their draws per batch) takes the generator's draws an
+    epoch takes, and each planned batch made anywhere equals the one iteration yields."""
+    seeds = torch.nonzero(sbm.ndata["train_mask"]).flatten()
+    loader = DistNodeDataLoader(sbm, seeds, MultiLayerNeighborSampler([5, 3]), batch_size=37, shuffle=True,
+                                generator=torch.Generator().manual_seed(9))
+    state = loader.generator.get_state()
+    plan = loader.epoch_plan()
+    after_plan = loader.generator.get_state()
+    loader.generator.set_state(state)
+    iterated = batches(loader, 2, monkeypatch)
+    assert torch.equal(loader.generator.get_state(), after_plan)
+    assert len(plan) == len(iterated) == len(loader) > 3
+    assert torch.equal(torch.cat([s for s, _ in plan]).sort().values, seeds.sort().values)  # each seed once
+    for job, got in zip(plan, iterated):
+        made = flat(loader.present(loader.collate(job)))
+        assert len(made) == len(got) and all(torch.equal(x, y) for x, y in zip(made, got))
+
+def test_edge_batches_with_a_users_negative_sampler_are_made_by_one_thread_in_order(sbm, monkeypatch):
+    threads = set()
+
+    def draw(g, eids):  # DGL's form, drawing from torch's global generator
+        threads.add(threading.get_ident())
+        return g.src[eids].repeat_interleave(2), torch.randint(0, g.num_nodes(), (2 * eids.numel(),))
+
+    def run(inline: bool):
+        torch.manual_seed(5)
+        loader = DistEdgeDataLoader(sbm, torch.arange(400), MultiLayerNeighborSampler([4]), batch_size=50,
+                                    negative_sampler=draw, generator=torch.Generator().manual_seed(6))
+        if inline:
+            monkeypatch.setattr(loader_module, "batch_threads", lambda runs_user_code: 0)
+        got = [flat(b) for b in loader]
+        monkeypatch.undo()
+        return got
+
+    inline = run(True)
+    threads.clear()
+    torch.set_num_threads(2)
+    try:
+        ahead = run(False)
+    finally:
+        torch.set_num_threads(1)
+    assert len(threads) == 1 and threading.get_ident() not in threads  # one background thread
+    for a, b in zip(inline, ahead):
+        assert all(torch.equal(x, y) for x, y in zip(a, b))
+    # the built-in samplers run in as many threads as torch has
+    loader = DistEdgeDataLoader(sbm, torch.arange(400), MultiLayerNeighborSampler([4]), batch_size=50,
+                                negative_sampler=negative_sampler.Uniform(2))
+    assert not loader.collator.runs_user_code
+
+
+def test_results_come_in_order_and_an_error_at_its_turn():
+    def slow(i):
+        time.sleep(0.02 * (5 - i % 5))  # later items finish first
+        if i == 7:
+            raise ValueError("item 7")
+        return i * i
+
+    got = []
+    with pytest.raises(ValueError, match="item 7"):
+        for x in made_ahead(slow, range(12), threads=3, depth=4):
+            got.append(x)
+    assert got == [i * i for i in range(7)]
+
+
+def test_leaving_early_starts_no_more_items():
+    started = []
+
+    def work(i):
+        started.append(i)
+        time.sleep(0.01)
+        return i
+
+    it = made_ahead(work, range(100), threads=2, depth=3)
+    assert [next(it), next(it)] == [0, 1]
+    it.close()
+    time.sleep(0.2)
+    # at most the items queued when the loop was left (depth + 1 ahead of the two taken)
+    assert len(started) <= 6 and max(started) < 6
+    names = [t.name for t in threading.enumerate() if t.name.startswith("distgraph-batches")]
+    assert not names  # idle workers end once the pool is shut down
