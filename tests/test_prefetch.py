@@ -25,7 +25,7 @@ def flat(batch) -> list[torch.Tensor]:
 
 def batches(loader, threads: int | None, monkeypatch) -> list[list[torch.Tensor]]:
     if threads is not None:
-        monkeypatch.setattr(loader_module, "batch_threads", lambda runs_user_code: threads)
+        monkeypatch.setattr(loader_module, "batch_threads", lambda runs_user_code, remote=False: threads)
     got = [flat(b) for b in loader]
     monkeypatch.undo()
     return got
@@ -76,7 +76,7 @@ def test_edge_batches_with_a_users_negative_sampler_are_made_by_one_thread_in_or
         loader = DistEdgeDataLoader(sbm, torch.arange(400), MultiLayerNeighborSampler([4]), batch_size=50,
                                     negative_sampler=draw, generator=torch.Generator().manual_seed(6))
         if inline:
-            monkeypatch.setattr(loader_module, "batch_threads", lambda runs_user_code: 0)
+            monkeypatch.setattr(loader_module, "batch_threads", lambda runs_user_code, remote=False: 0)
         got = [flat(b) for b in loader]
         monkeypatch.undo()
         return got
@@ -127,3 +127,16 @@ def test_leaving_early_starts_no_more_items():
     assert len(started) <= 6 and max(started) < 6
     names = [t.name for t in threading.enumerate() if t.name.startswith("distgraph-batches")]
     assert not names  # idle workers end once the pool is shut down
+
+
+def test_one_torch_thread_makes_batches_ahead_only_when_they_wait_on_other_hosts():
+    from distgraph.dataloading.prefetch import batch_threads
+
+    torch.set_num_threads(1)
+    assert batch_threads(False) == 0 and batch_threads(True) == 0
+    assert batch_threads(False, waits_on_other_hosts=True) == 1
+    torch.set_num_threads(2)
+    try:
+        assert batch_threads(False) == 2 and batch_threads(True) == 1
+    finally:
+        torch.set_num_threads(1)

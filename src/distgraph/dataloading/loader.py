@@ -77,7 +77,9 @@ class _SeedLoader:
 
     def _batch_threads(self) -> int:
         """Threads that make this loader's batches ahead of the caller (`prefetch`)."""
-        return batch_threads(self.collator.runs_user_code)
+        g = self.collator.g
+        remote = isinstance(g, DistGraph) and len(g._host_partitions) + 1 < g.get_partition_book().num_partitions()
+        return batch_threads(self.collator.runs_user_code, remote)
 
     def _sampler_pool(self) -> SamplerPool | None:
         """The trainer's sampler processes, or None to sample in this process (standalone,
