@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from .infer_checks import check_query
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,18 +35,8 @@ class EmbSimConfig:
     mfile: str | None = None
 
     def check(self) -> None:
-        if self.format not in FORMATS:
-            raise InputError(f"--format {self.format!r} is not one of {', '.join(FORMATS)}")
-        if self.exec_mode not in EXEC_MODES:
-            raise InputError(f"--exec_mode {self.exec_mode!r} is not one of {', '.join(EXEC_MODES)}")
-        if self.sim_func not in SIM_FUNCS:
-            raise InputError(f"--sim_func {self.sim_func!r} is not one of {', '.join(SIM_FUNCS)}")
-        if self.topk < 1:
-            raise InputError(f"--topK must be at least 1, got {self.topk}")
-        given = [x for x in self.format.split("_") if x != "*"]
-        if len(self.data_files or []) != len(given):
-            raise InputError(f"--format {self.format} reads {len(given)} list(s) but --data_files names "
-                             f"{len(self.data_files or [])}")
+        check_query(self.format, FORMATS, self.exec_mode, EXEC_MODES, self.topk, self.data_files,
+                    ("--sim_func", self.sim_func, SIM_FUNCS))
         if self.exec_mode == "pairwise" and self.format != "l_r":
             raise InputError("--exec_mode pairwise compares the i-th left with the i-th right object: use --format l_r")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from .infer_checks import check_query
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,18 +41,8 @@ class PredictConfig:
 
     def check(self) -> None:
         """Refuse settings DGL-KE's command would trip on, before anything is loaded."""
-        if self.format not in FORMATS:
-            raise InputError(f"--format {self.format!r} is not one of {', '.join(FORMATS)}")
-        if self.exec_mode not in EXEC_MODES:
-            raise InputError(f"--exec_mode {self.exec_mode!r} is not one of {', '.join(EXEC_MODES)}")
-        if self.score_func not in SCORE_FUNCS:
-            raise InputError(f"--score_func {self.score_func!r} is not one of {', '.join(SCORE_FUNCS)}")
-        if self.topk < 1:
-            raise InputError(f"--topK must be at least 1, got {self.topk}")
-        given = [x for x in self.format.split("_") if x != "*"]
-        if len(self.data_files or []) != len(given):
-            raise InputError(f"--format {self.format} reads {len(given)} list(s) ({', '.join(given) or 'none'}) "
-                             f"but --data_files names {len(self.data_files or [])}")
+        check_query(self.format, FORMATS, self.exec_mode, EXEC_MODES, self.topk, self.data_files,
+                    ("--score_func", self.score_func, SCORE_FUNCS))
         if self.exec_mode == "triplet_wise" and self.format != "h_r_t":
             raise InputError("--exec_mode triplet_wise scores the i-th head, relation and tail together: "
                              "use --format h_r_t")
