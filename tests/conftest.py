@@ -27,6 +27,19 @@ def mag():
     return generate_mag(1200, 900, 40, 80, num_classes=5, feat_dim=8, seed=2)
 
 
+@pytest.fixture(scope="session")
+def block():
+    """One typed block of a small MAG-shaped graph: several relations, 40 papers and 10 institutions as seeds."""
+    import distgraph as dgl
+
+    g = generate_mag(300, 200, 20, 40, seed=3)
+    sampler = dgl.dataloading.NeighborSampler([{"writes": 3, "cites": 4, "affiliated_with": 2, "has_topic": 2}])
+    _, _, (b,) = sampler.sample(g, {"paper": torch.arange(40), "institution": torch.arange(10)},
+                                generator=torch.Generator().manual_seed(0))
+    assert len({int(t) for t in b.edge_type()}) >= 3 and b.num_edges() > 100
+    return b
+
+
 @pytest.fixture(scope="session", autouse=True)
 def nothing_left_behind():
     """After the whole suite: no child process alive, no new /dev/shm entry."""

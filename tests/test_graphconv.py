@@ -34,15 +34,6 @@ def graph():
     return dgl.add_self_loop(g)
 
 
-@pytest.fixture(scope="module")
-def block():
-    g = generate_mag(300, 200, 20, 40, seed=3)
-    sampler = dgl.dataloading.NeighborSampler([{"writes": 3, "cites": 4, "affiliated_with": 2, "has_topic": 2}])
-    _, _, (b,) = sampler.sample(g, {"paper": torch.arange(40), "institution": torch.arange(10)},
-                                generator=torch.Generator().manual_seed(0))
-    return b
-
-
 @pytest.mark.parametrize("norm", ["none", "both", "right", "left"])
 @pytest.mark.parametrize("dims", [(6, 3), (3, 6)])  # weight first / aggregation first
 def test_graph_conv_equals_the_dense_reference_on_a_graph(graph, norm, dims):

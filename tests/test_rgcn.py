@@ -6,18 +6,7 @@ import pytest
 import torch
 
 import distgraph as dgl
-from distgraph.data import generate_mag
 from distgraph.nn import HeteroGraphConv, RelGraphConv, SAGEConv, relation_norm
-
-
-@pytest.fixture(scope="module")
-def block():
-    g = generate_mag(300, 200, 20, 40, seed=3)
-    sampler = dgl.dataloading.NeighborSampler([{"writes": 3, "cites": 4, "affiliated_with": 2, "has_topic": 2}])
-    _, _, (b,) = sampler.sample(g, {"paper": torch.arange(40), "institution": torch.arange(10)},
-                                generator=torch.Generator().manual_seed(0))
-    assert len({int(t) for t in b.edge_type()}) >= 3 and b.num_edges() > 100
-    return b
 
 
 def dense(block, feat, weights, norm, loop, bias):

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from testbed import TestBed
+from testbed import Started, TestBed
 
 DAEMONS = ("/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/bin/sbatch", "/usr/bin/srun")
 
@@ -36,7 +36,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-class Slurm:
+class Slurm(Started):
     """Slurm on the hosts of `bed`: node `n<i>` is test host i."""
 
     def __init__(self, bed: TestBed, root: Path):
@@ -45,17 +45,6 @@ class Slurm:
         self.conf = root / "slurm.conf"
         self.procs: list[subprocess.Popen] = []
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
-
-    def __enter__(self) -> "Slurm":
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def _start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ import pytest
 from leaks import new_session
 
 import distgraph as dg
+from distgraph.cluster.slurm import job_port
 from distgraph.data import generate_sbm
 from slurm import Slurm, available
 from test_hosts import _cli, copied  # noqa: F401 (the module's fixture: the job on every host)
@@ -88,7 +89,7 @@ def test_sbatch_trains_graphsage_on_three_nodes(bed, slurm, tmp_path):
     assert state == "COMPLETED", out[-4000:] + slurm.logs()
     accuracy = re.search(r"\[0/trainer/0\] best val acc [\d.]+ at epoch \d+; test acc ([\d.]+)", out)
     assert accuracy and float(accuracy.group(1)) > 0.5, out[-3000:]
-    port = 30050 + 8 * (job % 2000)  # the job's ports (cluster.slurm.job_port)
+    port = job_port(str(job))  # the job's first server port
     for i, h in enumerate(bed.hosts):  # node i = machine i: its server at its address, its ip_config written
         assert f"[{i}/server/0] distgraph server 0 of machine {i} at {h.ip}:{port}: serving" in out, out[-3000:]
         assert (h.workspace / f"ip_config.slurm-{job}.txt").read_text().splitlines()[i] == f"{h.ip} {port} 1"

@@ -56,7 +56,23 @@ class Host:
         return Path(f"/proc/{self.sshd.pid}/root/dev/shm")
 
 
-class TestBed:
+class Started:
+    """A context manager for something a subclass starts in `_start()` and ends in `close()`;
+    a failed start closes what it got to."""
+
+    def __enter__(self):
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class TestBed(Started):
     """`n` hosts `10.213.<net>.11 ...` on a bridge whose own address (this machine) is `.1`."""
 
     def __init__(self, n: int, root: Path):
@@ -68,18 +84,7 @@ class TestBed:
         self.key = root / "client_key"
         self.ssh_config = root / "ssh_config"
 
-    def __enter__(self) -> "TestBed":
-        try:
-            self._build()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _build(self) -> None:
+    def _start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         os.makedirs(WORKSPACE, exist_ok=True)
         os.makedirs("/run/sshd", exist_ok=True)
