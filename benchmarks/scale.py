@@ -145,9 +145,9 @@ def dgl_partition(python: str, npz: Path, parts: int, out: Path, cap_gb: float, 
     group = CGROUP / f"distgraph-scale-peer-{os.getpid()}"
     group.mkdir()
     try:
-        (group / "memory.limit_in_bytes").write_text(str(int(cap_gb * 2**30)))
-        (group / "memory.memsw.limit_in_bytes").write_text(str(int(cap_gb * 2**30))) \
-            if (group / "memory.memsw.limit_in_bytes").exists() else None
+        for limit in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):  # swap too, where accounted
+            if (group / limit).exists():
+                (group / limit).write_text(str(int(cap_gb * 2**30)))
         t0 = time.perf_counter()
         done = subprocess.run(
             ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"', python, str(PEER_SCRIPT),

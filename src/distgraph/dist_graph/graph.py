@@ -192,10 +192,8 @@ class DistGraph:
         eids = as_id_tensor(eids, "edge ids")
         homo = self._book.map_to_homo_eid(eids, c) if not self.is_homogeneous else eids
         owner = self._book.eid2partid(homo)  # homogeneous ids, whatever the types
-        me = self._ctx.machine_id
         machines = torch.nonzero(torch.bincount(owner)).flatten().tolist()
-        here = {m: self.local_partition if m == me else self._host_partitions[m][0]
-                for m in machines if m == me or m in self._host_partitions}
+        here = {m: part for m, (part, _) in self._in_process(machines).items()}
         at = {m: torch.nonzero(owner == m).flatten() for m in machines}
         src, dst = torch.empty_like(homo), torch.empty_like(homo)
 
@@ -244,6 +242,17 @@ class DistGraph:
                 continue
         return parts
 
+    def _in_process(self, machines: list[int]) -> dict[int, tuple[Partition, KVStore]]:
+        """Those of `machines` whose partitions this process reads itself, with their stores:
+        its own machine and the other machines of its host (the rest go through their servers)."""
+        out = {}
+        for m in machines:
+            if m == self._ctx.machine_id:
+                out[m] = (self.local_partition, self._ctx.client.local_store)
+            elif m in self._host_partitions:
+                out[m] = self._host_partitions[m]
+        return out
+
     def sample_neighbors(self, seed_nodes, fanout: int, edge_dir: str = "in", prob: str | None = None,
                          exclude_edges=None, replace: bool = False, etype_sorted: bool = True, output_device=None):
         """`distgraph.sample_neighbors` on this graph (DGL's method; `exclude_edges` is applied,
@@ -286,13 +295,9 @@ class DistGraph:
         machines = torch.nonzero(torch.bincount(owner)).flatten().tolist()  # no sort, unlike unique
         others = [m for m in machines if m != me]
         draws = dict(zip(others, torch.randint(0, MAX_SEED, (len(others),), generator=generator).tolist()))
-        jobs = {}  # sampled in this process: (partition, generator, edge weights)
-        if me in machines:
-            jobs[me] = (self.local_partition, generator, edge_weights(client.local_store, self.local_partition, prob))
-        for m in others:
-            if m in self._host_partitions:
-                part, store = self._host_partitions[m]
-                jobs[m] = (part, torch.Generator().manual_seed(draws[m]), edge_weights(store, part, prob))
+        jobs = {m: (part, generator if m == me else torch.Generator().manual_seed(draws[m]),
+                    edge_weights(store, part, prob))  # sampled in this process
+                for m, (part, store) in self._in_process(machines).items()}
         wire_fanout = fanout.tolist() if isinstance(fanout, torch.Tensor) else int(fanout)
         header = {"op": "sample", "fanout": wire_fanout, "replace": bool(replace), "prob": prob}
         at = {m: torch.nonzero(owner == m).flatten() for m in others if m not in jobs}
