@@ -30,6 +30,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -45,45 +47,115 @@ def count(text: str) -> int:
     return int(float(text[:-1]) * SUFFIX[text[-1]]) if text[-1] in SUFFIX else int(text)
 
 
-def timed(argv: list[str], log: Path) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS bytes, stdout) of a child command; its output kept in `log`."""
+def timed(argv: list[str], log: Path, cap_gb: float | None = None) -> tuple[float, int, int, str]:
+    """(wall seconds, peak RSS bytes, peak anonymous bytes, stdout) of a child command, run in a
+    memory cgroup capped at `cap_gb` when given; its output kept in `log`. RSS counts the file
+    pages a process maps (KaMinPar maps its input file), which the kernel reclaims under a cap;
+    anonymous memory (sampled every 0.1 s) it cannot, without swap."""
     t0 = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-f", "PEAK_KB %M", *argv], capture_output=True, text=True)
+    with capped(cap_gb) as enter:
+        proc = subprocess.Popen([*enter, "/usr/bin/time", "-f", "PEAK_KB %M", *argv], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        anon = AnonPeak(proc.pid)
+        out, err = proc.communicate()
+        anon.stop()
     seconds = time.perf_counter() - t0
-    log.write_text(done.stdout + done.stderr)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}); see {log}")
-    peak = int(re.findall(r"PEAK_KB (\d+)", done.stderr)[-1]) * 1024
-    return seconds, peak, done.stdout
+    log.write_text(out + err)
+    if proc.returncode != 0:
+        why = " (out of memory at the cap)" if enter.oom() else ""
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}){why}; see {log}")
+    peak = int(re.findall(r"PEAK_KB (\d+)", err)[-1]) * 1024
+    return seconds, peak, anon.peak, out
 
 
-class TreeMemory:
-    """Peak RSS and PSS of every process under `pid`, and the peak of their PSS sum, polled."""
+class Capped(list):
+    """The argv prefix that starts a command inside a memory cgroup (empty: no cap), and what the
+    cgroup saw: its peak usage and whether it killed for memory."""
 
-    def __init__(self, pid: int, interval: float = 1.0):
-        self.root, self.interval = psutil.Process(pid), interval
-        self.peak: dict[int, tuple[str, int, int]] = {}  # pid -> (name, rss, pss)
-        self.total_pss = 0
+    def __init__(self, group: Path | None):
+        super().__init__(["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"'] if group else [])
+        self.group = group
+
+    def peak(self) -> int:
+        return int((self.group / "memory.max_usage_in_bytes").read_text()) if self.group else 0
+
+    def oom(self) -> bool:
+        return bool(self.group) and "oom_kill 1" in (self.group / "memory.oom_control").read_text()
+
+
+@contextmanager
+def capped(cap_gb: float | None, tag: str = "partition") -> Iterator[Capped]:
+    """A v1 memory cgroup limited to `cap_gb` (swap too, where accounted) for the body's command."""
+    if cap_gb is None:
+        yield Capped(None)
+        return
+    group = CGROUP / f"distgraph-scale-{tag}-{os.getpid()}"
+    group.mkdir()
+    try:
+        for limit in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+            if (group / limit).exists():
+                (group / limit).write_text(str(int(cap_gb * 2**30)))
+        yield Capped(group)
+    finally:
+        group.rmdir()
+
+
+class Poller:
+    """Calls `sample(processes)` every `interval` seconds on a thread, with the processes under
+    `pid`, until `stop()`."""
+
+    def __init__(self, pid: int, interval: float, sample: Callable[[list[psutil.Process]], None]):
+        self.root, self.interval, self.sample = psutil.Process(pid), interval, sample
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            total = 0
-            for p in self.root.children(recursive=True):
-                try:
-                    info, cmd = p.memory_full_info(), " ".join(p.cmdline()[1:4])
-                except psutil.Error:
-                    continue
-                name, rss, pss = self.peak.get(p.pid, (cmd, 0, 0))
-                self.peak[p.pid] = (name, max(rss, info.rss), max(pss, info.pss))
-                total += info.pss
-            self.total_pss = max(self.total_pss, total)
+            self.sample(self.root.children(recursive=True))
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+class AnonPeak(Poller):
+    """The peak of the anonymous resident memory summed over the processes under `pid`."""
+
+    def __init__(self, pid: int, interval: float = 0.1):
+        self.peak = 0
+        super().__init__(pid, interval, self.add)
+
+    def add(self, processes: list[psutil.Process]) -> None:
+        total = 0
+        for p in processes:
+            try:
+                status = Path(f"/proc/{p.pid}/status").read_text()
+            except OSError:
+                continue
+            total += int(re.search(r"RssAnon:\s+(\d+)", status).group(1)) * 1024
+        self.peak = max(self.peak, total)
+
+
+class TreeMemory(Poller):
+    """Peak RSS and PSS of every process under `pid`, and the peak of their PSS sum, polled."""
+
+    def __init__(self, pid: int, interval: float = 1.0):
+        self.peak: dict[int, tuple[str, int, int]] = {}  # pid -> (name, rss, pss)
+        self.total_pss = 0
+        super().__init__(pid, interval, self.add)
+
+    def add(self, processes: list[psutil.Process]) -> None:
+        total = 0
+        for p in processes:
+            try:
+                info, cmd = p.memory_full_info(), " ".join(p.cmdline()[1:4])
+            except psutil.Error:
+                continue
+            name, rss, pss = self.peak.get(p.pid, (cmd, 0, 0))
+            self.peak[p.pid] = (name, max(rss, info.rss), max(pss, info.pss))
+            total += info.pss
+        self.total_pss = max(self.total_pss, total)
 
 
 def train(parts: Path, tier: str, machines: int, steps: int, workdir: Path) -> None:
@@ -111,6 +183,7 @@ def train(parts: Path, tier: str, machines: int, steps: int, workdir: Path) -> N
     report(f"tier_{tier}_sampled_seeds_per_s_total_first_pass", sum(seeds_per_s))
     warm = sum(float(r["warm_seeds"]) / float(r["warm_seconds"]) for r in rows)
     report(f"tier_{tier}_sampled_seeds_per_s_total_warm", warm)
+    report(f"tier_{tier}_warm_major_faults_total", sum(int(r["warm_majflt"]) for r in rows))
     report(f"tier_{tier}_step_seconds_max", max(float(r["train_seconds"]) / float(r["steps"]) for r in rows))
     report(f"tier_{tier}_final_loss", float(rows[0]["loss"]))
     servers = [v for v in memory.peak.values() if "server" in v[0] or "serve" in v[0]]
@@ -142,22 +215,13 @@ def peer_npz(graph: Path, out: Path) -> Path:
 
 def dgl_partition(python: str, npz: Path, parts: int, out: Path, cap_gb: float, tier: str) -> None:
     """DGL's partition_graph (METIS) on `npz`, in its own memory cgroup; its figures or its end."""
-    group = CGROUP / f"distgraph-scale-peer-{os.getpid()}"
-    group.mkdir()
-    try:
-        for limit in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):  # swap too, where accounted
-            if (group / limit).exists():
-                (group / limit).write_text(str(int(cap_gb * 2**30)))
+    with capped(cap_gb, "peer") as enter:
         t0 = time.perf_counter()
-        done = subprocess.run(
-            ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"', python, str(PEER_SCRIPT),
-             "--method", "metis", "--parts", str(parts), "--npz", str(npz), "--out-root", str(out)],
-            capture_output=True, text=True, env={**os.environ, "DGLBACKEND": "pytorch"})
+        done = subprocess.run([*enter, python, str(PEER_SCRIPT), "--method", "metis", "--parts", str(parts),
+                               "--npz", str(npz), "--out-root", str(out)],
+                              capture_output=True, text=True, env={**os.environ, "DGLBACKEND": "pytorch"})
         seconds = time.perf_counter() - t0
-        peak = int((group / "memory.max_usage_in_bytes").read_text())
-        oom = "oom_kill 1" in (group / "memory.oom_control").read_text() or done.returncode in (-9, 137)
-    finally:
-        group.rmdir()
+        peak, oom = enter.peak(), enter.oom() or done.returncode in (-9, 137)
     wall = re.search(r"partition_graph_wall_s: ([\d.]+)", done.stdout)
     if done.returncode or not wall:
         why = f"out of memory at the {cap_gb:g} GB cap" if oom else f"failed ({done.returncode})"
@@ -189,6 +253,8 @@ def main() -> None:
     ap.add_argument("--peer_python", help="DGL 2.1.0's interpreter (../shared/peers/dgl/install.sh)")
     ap.add_argument("--peer_up_to", default="100M", help="measure DGL's partition_graph up to this tier")
     ap.add_argument("--peer_memory_gb", type=float, default=20.0)
+    ap.add_argument("--memory_cap_gb", type=float, help="run `distgraph partition` in a memory cgroup of this size")
+    ap.add_argument("--cap_from", default="1B", help="the smallest tier partitioned under --memory_cap_gb")
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -230,18 +296,22 @@ def partition_tier(cli: list[str], work: Path, tier: str, edges: int, args: argp
     report(f"tier_{tier}_input_bytes", du(root / "graph"))
     base = [*cli, "partition", "--input", str(root / "graph"), "--graph_name", "g", "--num_parts",
             str(args.parts)]
-    seconds, peak, out = timed([*base, "--out", str(root / "parts")], root / "partition.log")
+    seconds, peak, anon, out = timed([*base, "--out", str(root / "parts")], root / "partition.log",
+                                     args.memory_cap_gb if edges >= count(args.cap_from) else None)
     config = json.loads((root / "parts" / "g.json").read_text())
     report(f"tier_{tier}_partitioner", re.search(r"partitioner: ([^(]+)", out).group(1).strip())
     report(f"tier_{tier}_partition_seconds", seconds)
     report(f"tier_{tier}_partition_peak_rss_mb", peak / 2**20)
     report(f"tier_{tier}_partition_bytes_per_edge", peak / edges)
+    report(f"tier_{tier}_partition_peak_anon_mb", anon / 2**20)
+    if args.memory_cap_gb and edges >= count(args.cap_from):
+        report(f"tier_{tier}_partition_memory_cap_gb", args.memory_cap_gb)
     report(f"tier_{tier}_partitions_bytes", du(root / "parts"))
     report(f"tier_{tier}_edge_cut", config["stats"]["edge_cut"])
     stats = config["stats"]
     report(f"tier_{tier}_edge_imbalance", max(stats["part_edges"]) / (sum(stats["part_edges"]) / args.parts))
     if edges <= count(args.metis_up_to):
-        m_seconds, m_peak, _ = timed([*base, "--part_method", "metis", "--memory_budget", "1000",
+        m_seconds, m_peak, _, _ = timed([*base, "--part_method", "metis", "--memory_budget", "1000",
                                       "--out", str(root / "metis")], root / "metis.log")
         metis = json.loads((root / "metis" / "g.json").read_text())["stats"]["edge_cut"]
         report(f"tier_{tier}_metis_seconds", m_seconds)
