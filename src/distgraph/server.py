@@ -54,7 +54,7 @@ def serve(env: ProcessEnv) -> None:
         raise InputError(f"{label}: cannot listen on port {peer.port} ({exc}); is another job using it?") from None
     try:
         if store.creator:
-            publish_partition_data(store, env.part_config, env.machine_id)
+            publish_partition_data(store, env.part_config, env.machine_id, env.features_on_disk)
         server = KVServer(store, sock, env.num_trainers * len(machines), label)
         ops = {**graph_ops(load_partition(env.part_config, env.machine_id), store),
                **rank_ops(cfg, env.machine_id, store)}

@@ -123,12 +123,14 @@ def _collect(stream, lines: list[str]) -> None:
 
 class Cluster:
     """Server processes (`python -m distgraph.server`) for every machine of an ip_config that
-    this writes to `ip_config` with ports from the OS (again, if one was taken meanwhile)."""
+    this writes to `ip_config` with ports from the OS (again, if one was taken meanwhile);
+    `features_on_disk` as `distgraph launch --features_on_disk`."""
 
     def __init__(self, part_config: Path, ip_config: Path, servers_per_machine: list[int], num_trainers: int = 1,
-                 timeout: float = REQUEST_TIMEOUT, encrypt: bool = False):
+                 timeout: float = REQUEST_TIMEOUT, encrypt: bool = False, features_on_disk: bool = False):
         self.part_config, self.ip_config = part_config, ip_config
         self.secret, self.encrypt = secrets.token_hex(32), encrypt
+        self.features_on_disk = features_on_disk
         self.timeout = timeout
         self.num_trainers = num_trainers
         for _ in range(ATTEMPTS):
@@ -172,7 +174,8 @@ class Cluster:
                 "DISTGRAPH_IP_CONFIG": str(self.ip_config), "DISTGRAPH_PART_CONFIG": str(self.part_config),
                 "DISTGRAPH_SESSION": self.session, "DISTGRAPH_NUM_TRAINERS": str(self.num_trainers),
                 "DISTGRAPH_TIMEOUT": str(self.timeout), "DISTGRAPH_STARTUP_TIMEOUT": str(STARTUP_TIMEOUT),
-                "DISTGRAPH_SECRET": self.secret, "DISTGRAPH_ENCRYPT": str(int(self.encrypt))}
+                "DISTGRAPH_SECRET": self.secret, "DISTGRAPH_ENCRYPT": str(int(self.encrypt)),
+                "DISTGRAPH_FEATURES_ON_DISK": str(int(self.features_on_disk))}
 
     @property
     def credentials(self):

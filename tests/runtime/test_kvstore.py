@@ -1,6 +1,7 @@
 """The store on its own: shared memory, validation, initialisers and server-side optimisers
 (checked against dense references on the same gradients)."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -177,3 +178,44 @@ def test_tensor_larger_than_free_shared_memory_is_refused():
         store.create("huge", (10, 1 << 40), torch.float32, "node~_N")
     store.close()
 
+
+
+def test_rows_served_from_a_npy_file_are_mapped_read_only_from_its_data(tmp_path):
+    rows = np.arange(24, dtype=np.float16).reshape(6, 4)
+    np.save(tmp_path / "rows.npy", rows)
+    session = new_session()
+    creator = KVStore(0, 0, 1, resolve, SegmentNamer(session, "g", 0), creator=True)
+    other = KVStore(0, 0, 1, resolve, SegmentNamer(session, "g", 0), creator=False)
+    meta, _ = creator.create("feat", (10, 4), torch.float16, "node~_N", file=tmp_path / "rows.npy")
+    assert (meta.file, meta.offset, meta.segment) == (str(tmp_path / "rows.npy"), 128, "")
+    assert [f.suffix for f in SHM_DIR.glob(f"*{session}*")] == [".json"]  # a manifest, no copy of the rows
+    assert torch.equal(other.pull("feat", meta.uid, torch.tensor([5, 0, 5])), torch.from_numpy(rows[[5, 0, 5]]))
+    for write in (lambda s: s.push("feat", meta.uid, torch.tensor([1]), torch.zeros(1, 4, dtype=torch.float16)),
+                  lambda s: s.push("feat", meta.uid, torch.tensor([1]), torch.zeros(1, 4, dtype=torch.float16),
+                                   {"kind": "adagrad", "lr": 0.1, "eps": 1e-10}),
+                  lambda s: s.load_pieces("feat", meta.uid, tmp_path, [], apply=True)):
+        for store in (creator, other):
+            with pytest.raises(InputError, match="'feat' is read-only: it is served from the partition's files"):
+                write(store)
+    assert torch.equal(other.pull("feat", meta.uid, torch.arange(6)), torch.from_numpy(rows))
+    with pytest.raises(InputError, match=r"holds float16 \[6, 4\], expected torch.float32 \[6, 4\]"):
+        creator.create("wrong", (10, 4), torch.float32, "node~_N", file=tmp_path / "rows.npy")
+    manifest = creator.namer.manifest("feat")
+    manifest.write_text(manifest.read_text().replace(str(tmp_path), "relative"))
+    with pytest.raises(DistGraphError, match="is corrupt"):
+        KVStore(0, 0, 1, resolve, SegmentNamer(session, "g", 0), creator=False).shard("feat")
+    assert creator.delete("feat") and not list(SHM_DIR.glob(f"*{session}*"))
+    other.close()
+    creator.close()
+
+
+def test_a_file_shorter_than_its_rows_is_refused_on_attach(tmp_path):
+    np.save(tmp_path / "rows.npy", np.zeros((6, 4), dtype=np.float32))
+    session = new_session()
+    creator = KVStore(0, 0, 1, resolve, SegmentNamer(session, "g", 0), creator=True)
+    meta, _ = creator.create("feat", (10, 4), torch.float32, "node~_N", file=tmp_path / "rows.npy")
+    with open(tmp_path / "rows.npy", "r+b") as f:  # replaced while the job runs (never read by the creator again)
+        f.truncate(meta.offset + 10)
+    with pytest.raises(DistGraphError, match="it changed since its server mapped it"):
+        KVStore(0, 0, 1, resolve, SegmentNamer(session, "g", 0), creator=False).shard("feat")
+    creator.close()

@@ -129,6 +129,30 @@ def test_cli_accepts_dgl_graph_format_and_refuses_unknown_formats(monkeypatch, c
     assert exit_info.value.code == 2 and "give formats among csr, csc, coo" in capsys.readouterr().err
 
 
+def test_features_on_disk_reaches_every_process_from_launch_and_serve(parts, tmp_path, monkeypatch):
+    import distgraph.cli.launch as cli_launch
+    import distgraph.launch.runner as runner
+    from distgraph.cli.main import main
+    from distgraph.cluster.env import ProcessEnv
+    from distgraph.launch import LaunchOptions, make_plan
+
+    seen = []
+    monkeypatch.setattr(cli_launch, "launch", lambda opts: seen.append(opts) or 0)
+    monkeypatch.setattr(runner, "run", lambda plan: seen.append(plan) or 0)
+    monkeypatch.setenv("DISTGRAPH_SECRET", "abc")
+    (tmp_path / "ip.txt").write_text("127.0.0.1 5000\n127.0.0.1 6000\n")
+    assert main(["launch", "--workspace", "w", "--num_trainers", "1", "--part_config", "p.json", "--ip_config", "ip",
+                 "--features_on_disk", "python3 t.py"]) == 0 and seen[0].features_on_disk
+    assert main(["serve", "--workspace", str(tmp_path), "--ip_config", "ip.txt", "--part_config", str(parts[2]),
+                 "--machine_id", "1", "--features_on_disk"]) == 0
+    assert seen[1].processes[0].env["DISTGRAPH_FEATURES_ON_DISK"] == "1"
+    for on in (False, True):
+        plan = make_plan(LaunchOptions(workspace=str(tmp_path), command="python3 t.py", part_config=str(parts[2]),
+                                       ip_config="ip.txt", num_trainers=1, features_on_disk=on))
+        assert {p.env["DISTGRAPH_FEATURES_ON_DISK"] for p in plan.processes} == {str(int(on))}
+        assert ProcessEnv.from_environ(plan.processes[0].env).features_on_disk is on
+
+
 def test_plan_warns_when_ip_config_overrides_num_servers(parts, tmp_path, capsys):
     from distgraph.launch import LaunchOptions, make_plan
 

@@ -40,6 +40,7 @@ def register(subparsers) -> None:
     p.add_argument("--encrypt", action="store_true",
                    help="encrypt the job's traffic (ZeroMQ CURVE; costs throughput, see docs/benchmarks.md); by "
                         "default it is authenticated only")
+    add_features_on_disk_arg(p)
     p.add_argument("--extra_envs", nargs="+", default=[], metavar="NAME=VALUE",
                    help="extra environment variables for every process")
     p.add_argument("--master_port", type=int, default=None,
@@ -47,6 +48,15 @@ def register(subparsers) -> None:
     p.add_argument("user_command", nargs=argparse.REMAINDER, metavar="command",
                    help='the training command, e.g. "python3 train.py"')
     p.set_defaults(func=run)
+
+
+def add_features_on_disk_arg(p: argparse.ArgumentParser) -> None:
+    """`--features_on_disk`, of `distgraph launch` and `distgraph serve`."""
+    p.add_argument("--features_on_disk", action="store_true",
+                   help="serve the partitions' node and edge data (features, labels, masks) read-only from their "
+                        "files through the page cache instead of copying them into shared memory: for features "
+                        "larger than /dev/shm or RAM, at the cost of a page fault on first touch; writes to them "
+                        "are refused (docs/runtime.md)")
 
 
 def command_line(words: list[str]) -> str:
@@ -83,4 +93,5 @@ def run(args: argparse.Namespace) -> int:
         workspace=args.workspace, command=command_line(words), part_config=args.part_config, ip_config=args.ip_config,
         num_trainers=args.num_trainers, num_servers=args.num_servers, num_samplers=args.num_samplers,
         num_server_threads=args.num_server_threads, num_omp_threads=args.num_omp_threads, ssh=ssh_options(args),
-        extra_envs=extra_envs, master_port=args.master_port, encrypt=args.encrypt, scheduler=scheduler))
+        extra_envs=extra_envs, master_port=args.master_port, encrypt=args.encrypt, scheduler=scheduler,
+        features_on_disk=args.features_on_disk))

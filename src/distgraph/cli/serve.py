@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .launch import add_features_on_disk_arg
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -23,6 +25,7 @@ def register(subparsers) -> None:
     p.add_argument("--num_server_threads", type=int, default=1, help="OMP threads per server")
     p.add_argument("--encrypt", action="store_true", help="encrypt the job's traffic (the trainers need "
                                                           "DISTGRAPH_ENCRYPT=1 too)")
+    add_features_on_disk_arg(p)
     p.set_defaults(func=run)
 
 
@@ -32,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
 
     opts = LaunchOptions(workspace=args.workspace, command=sys.executable, part_config=args.part_config,
                          ip_config=args.ip_config, num_trainers=args.num_trainers, num_servers=args.num_servers,
-                         num_server_threads=args.num_server_threads, encrypt=args.encrypt)
+                         num_server_threads=args.num_server_threads, encrypt=args.encrypt,
+                         features_on_disk=args.features_on_disk)
     plan = make_plan(opts, serve=args.machine_id)
     print(f"[serve] machine {args.machine_id}: {len(plan.processes)} server(s), session {plan.session}",
           file=sys.stderr, flush=True)

@@ -38,6 +38,7 @@ SECRET = "DISTGRAPH_SECRET"  # the job's secret, which every connection proves (
 ENCRYPT = "DISTGRAPH_ENCRYPT"  # 1: encrypt the job's traffic (ZeroMQ CURVE)
 LISTEN = "DISTGRAPH_LISTEN"  # a distributed partitioning's process: "HOST PORT" it listens on
 HOST_SHM = "DISTGRAPH_HOST_SHM"  # 0: map only this machine's shared memory; other machines' rows travel
+FEATURES_ON_DISK = "DISTGRAPH_FEATURES_ON_DISK"  # 1: serve partition node/edge data read-only from its files
 # torchrun's: a trainer it starts takes its machine id (node rank) and trainers per machine from them
 TORCHRUN_NODE_RANK, TORCHRUN_LOCAL_WORLD_SIZE = "GROUP_RANK", "LOCAL_WORLD_SIZE"
 TORCHRUN_AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"  # True: torchrun's agent already hosts the rendezvous store
@@ -106,6 +107,7 @@ class ProcessEnv:
     secret: str | None = None
     encrypt: bool = False
     host_shm: bool = True  # read rows of other machines on this host from their shared memory
+    features_on_disk: bool = False  # servers: map the partition's node/edge data from its files, read-only
     agent_store: bool = False  # started by torchrun, whose agent hosts torch.distributed's store
 
     @classmethod
@@ -134,6 +136,7 @@ class ProcessEnv:
             master=(env["MASTER_ADDR"], _int(env, "MASTER_PORT")) if env.get("MASTER_ADDR") and env.get(
                 "MASTER_PORT") else None,
             host_shm=bool(_int(env, HOST_SHM, 1)),
+            features_on_disk=features_on_disk(env),
             secret=env.get(SECRET) or None,
             encrypt=bool(_int(env, ENCRYPT, 0)),
             agent_store=env.get(TORCHRUN_AGENT_STORE, "").lower() == "true",
@@ -181,6 +184,12 @@ class ProcessEnv:
         if not filled.ip_config:
             raise InputError(f"no ip_config: set {IP_CONFIG} or pass ip_config (`distgraph launch` does both)")
         return filled
+
+
+def features_on_disk(env: Mapping[str, str] = os.environ) -> bool:
+    """Whether partition node/edge data is served read-only from its files (`--features_on_disk`;
+    standalone processes read it too)."""
+    return bool(_int(env, FEATURES_ON_DISK, 0))
 
 
 def session_of(secret: str | None) -> str:

@@ -137,7 +137,9 @@ class DistTensor:
 
     @property
     def local_partition(self) -> torch.Tensor:
-        """This machine's rows (in shared memory: writes are visible to every process)."""
+        """This machine's rows (in shared memory: writes are visible to every process). Rows
+        served from the partition files (`--features_on_disk`) are a read-only mapping:
+        writing to them in place kills the process (`t[ids] = v` raises `InputError`)."""
         return self._handle.local
 
     def __len__(self) -> int:

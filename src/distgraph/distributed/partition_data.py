@@ -15,6 +15,7 @@ import torch
 
 from ..kvstore.store import KVStore
 from ..partition import Partition, load_partition
+from ..partition.layout import PartitionConfig
 from .policy import edge_policy_str, graph_data_name, node_policy_str
 
 IN_DEGREE, OUT_DEGREE = "#in_degree", "#out_degree"
@@ -33,11 +34,16 @@ def structure_tensors(part: Partition) -> list[tuple[str, str, int, torch.Tensor
     return out
 
 
-def publish_partition_data(store: KVStore, part_config: str | Path, part_id: int) -> list[str]:
+def publish_partition_data(store: KVStore, part_config: str | Path, part_id: int,
+                           on_disk: bool = False) -> list[str]:
     """Copy partition `part_id`'s node/edge data and structure into `store` (shared memory on
-    a server); returns the tensor names, e.g. `node~_N~feat`."""
+    a server), or with `on_disk` serve the node/edge data read-only from the partition's files
+    (`kvstore.disk`; degrees are computed, so they are copied still); returns the tensor names,
+    e.g. `node~_N~feat`."""
     part = load_partition(part_config, part_id, mmap=True)
     book = part.book
+    cfg = PartitionConfig.load(part_config)
+    files = cfg.part(part_id)
     names = []
     for kind, data, policy_of, count in (
             ("node", part.node_data, node_policy_str, book.num_nodes),
@@ -46,7 +52,12 @@ def publish_partition_data(store: KVStore, part_config: str | Path, part_id: int
             policy = policy_of(type_name)
             for data_name, rows in arrays.items():
                 name = graph_data_name(policy, data_name)
-                store.create(name, (count(type_name), *rows.shape[1:]), rows.dtype, policy, data=rows)
+                shape = (count(type_name), *rows.shape[1:])
+                if on_disk:
+                    store.create(name, shape, rows.dtype, policy,
+                                 file=cfg.dir / files.file(f"{kind}_data")[type_name][data_name])
+                else:
+                    store.create(name, shape, rows.dtype, policy, data=rows)
                 names.append(name)
     for name, policy, count, rows in structure_tensors(part):
         store.create(name, (count, *rows.shape[1:]), rows.dtype, policy, data=rows)

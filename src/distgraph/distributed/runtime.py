@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cluster.env import ProcessEnv, Timeouts
+from ..cluster.env import ProcessEnv, Timeouts, features_on_disk as features_on_disk_env
 from ..cluster.hosts import is_local
 from ..cluster.lifeline import watch
 from ..errors import DistGraphError, InputError
@@ -53,6 +53,7 @@ class Context:
     credentials: Credentials | None = None  # launched processes: the job's secret (`rpc.auth`)
     sampler_pool: object | None = None  # a launched trainer's sampler processes (`dataloading.workers`)
     sampler_id: int = 0  # a sampler: its index among its trainer's samplers
+    features_on_disk: bool = False  # standalone: serve the partition's node/edge data from its files
 
     @property
     def standalone(self) -> bool:
@@ -68,7 +69,7 @@ class Context:
             raise InputError("launched processes get their partition from `distgraph launch --part_config`")
         self.book = self.policies.book = _standalone_book(part_config)
         self.part_config = str(part_config)
-        publish_partition_data(self.client.local_store, part_config, 0)
+        publish_partition_data(self.client.local_store, part_config, 0, self.features_on_disk)
         return self.book
 
 
@@ -83,11 +84,12 @@ def _standalone_book(part_config: str | Path) -> RangePartitionBook:
     return book
 
 
-def _standalone(part_config: str | None, num_workers: int) -> Context:
+def _standalone(part_config: str | None, num_workers: int, features_on_disk: bool) -> Context:
     policies = PolicyTable()
     store = KVStore(0, 0, 1, policies, None, creator=True)
     client = KVClient(LocalChannel(RequestHandler(store)), [1], 0, store, policies, Timeouts().startup)
-    ctx = Context("standalone", 0, 1, 0, 1, num_workers, None, None, client, policies, Timeouts())
+    ctx = Context("standalone", 0, 1, 0, 1, num_workers, None, None, client, policies, Timeouts(),
+                  features_on_disk=features_on_disk)
     if part_config is not None:
         ctx.use_partition(part_config)
     return ctx
@@ -125,14 +127,16 @@ def _connect(env: ProcessEnv) -> Context:
 
 def initialize(ip_config: str | None = None, max_queue_size: int | None = None, net_type: str | None = None,
                num_worker_threads: int = 1, use_graphbolt: bool = False, *, num_servers: int = 1,
-               num_workers: int = 0, part_config: str | None = None) -> None:
+               num_workers: int = 0, part_config: str | None = None, features_on_disk: bool | None = None) -> None:
     """Set up this process: serve (server role), connect to the servers (trainer, sampler),
     or run standalone when not started by `distgraph launch`.
 
     The launcher's environment decides the role, machine id, ranks, ip_config, partition
     and number of servers; the arguments are used only where it says nothing (standalone:
     `part_config` is the 1-part partition to load; `num_workers` is the number of sampler
-    processes per trainer). DGL's `max_queue_size`, `net_type`, `num_worker_threads` and
+    processes per trainer; `features_on_disk` serves the partition's node and edge data
+    read-only from its files instead of copying it into memory, by default when
+    DISTGRAPH_FEATURES_ON_DISK=1). DGL's `max_queue_size`, `net_type`, `num_worker_threads` and
     `use_graphbolt` are accepted and change nothing: messages are not queued in a fixed
     buffer, the transport is ZeroMQ, servers take their threads from `distgraph launch`, and
     partitions serve sampling from their CSC either way."""
@@ -146,7 +150,11 @@ def initialize(ip_config: str | None = None, max_queue_size: int | None = None, 
             serve(env)
             sys.exit(0)
     keep_freed_memory()  # a client's pulled rows and received messages (`serve` does it for servers)
-    _CONTEXT = _standalone(part_config, num_workers) if env is None else _connect(env)
+    if env is None:
+        on_disk = features_on_disk_env() if features_on_disk is None else features_on_disk
+        _CONTEXT = _standalone(part_config, num_workers, on_disk)
+    else:
+        _CONTEXT = _connect(env)
     atexit.register(exit_client)
     if _CONTEXT.role == "trainer" and _CONTEXT.num_samplers > 0:
         from ..dataloading.workers import SamplerPool  # the runtime needs loaders only here

@@ -26,10 +26,11 @@ from ..errors import DistGraphError, InputError
 from ..cluster.shm_files import SegmentNamer
 from ..rpc.transport import Connections, PeerError, Request
 from ..rpc.wire import dtype_name, parse_dtype
+from .disk import read_only_error
 from .kernels import gather_rows
 from .local import LocalChannel
 from .routing import slot_bounds, slot_of
-from .shm import SHM_DIR, SharedMemoryError
+from .shm import SharedMemoryError
 from .store import KVStore, PolicyResolver, UnknownTensor
 
 # Requests carry at most this many bytes of rows, so that a server works on one piece while
@@ -66,13 +67,15 @@ class TensorHandle:
     slots: torch.Tensor  # (machine, server) slot row bounds
     shm: dict[int, torch.Tensor]  # machine -> its rows, for the machines whose shared memory we map
     machine_id: int
-    segments: dict[int, Path] = field(default_factory=dict)  # machine -> file of its mapped rows
+    segments: dict[int, Path] = field(default_factory=dict)  # machine -> `KVStore.witness` of its mapped rows
     namers: dict[int, SegmentNamer] = field(default_factory=dict)  # machine -> names of its shared memory
+    on_disk: bool = False  # served read-only from the partition files (`kvstore.disk`): writes are refused
 
     def check_mapped(self, machines) -> None:
         """Refuse a stale handle before touching mapped rows, as servers refuse stale requests:
-        deleting a tensor removes its segment file, and a re-created one gets a new file. When
-        none of the machine's files is left, its servers have exited (they remove them all)."""
+        deleting a tensor removes its segment file (or, served from disk, its manifest), and a
+        re-created one gets a new file. When none of the machine's files is left, its servers
+        have exited (they remove them all)."""
         for m in machines:
             path = self.segments.get(m)
             if path is not None and not path.exists():
@@ -161,7 +164,8 @@ class KVClient:
             self.channel.call([Request(p, {"op": "shutdown"}) for p in range(len(self.channel.peers))])
 
     # ----------------------------------------------------------- definitions
-    def _handle(self, name: str, shape, dtype: torch.dtype, policy: str, uids: list[str]) -> TensorHandle:
+    def _handle(self, name: str, shape, dtype: torch.dtype, policy: str, uids: list[str],
+                on_disk: bool) -> TensorHandle:
         bounds = [int(b) for b in self.resolve_policy(policy)]
         stores = {self.machine_id: self.local_store, **self.host_stores}
         shards = {self.machine_id: self.local_store.shard(name, uids[self.machine_id])}
@@ -170,11 +174,11 @@ class KVClient:
                 shards[m] = store.shard(name, uids[m])
             except (UnknownTensor, SharedMemoryError):  # not in this host's shared memory: its rows travel
                 pass
-        mapped = {m: s for m, s in shards.items() if s.meta.segment}
+        witnesses = {m: stores[m].witness(s) for m, s in shards.items()}
+        mapped = {m: w for m, w in witnesses.items() if w is not None}
         return TensorHandle(name, tuple(shape), dtype, policy, uids, bounds,
                             slot_bounds(bounds, self.servers_per_machine), {m: s.data for m, s in shards.items()},
-                            self.machine_id, {m: SHM_DIR / s.meta.segment for m, s in mapped.items()},
-                            {m: stores[m].namer for m in mapped})
+                            self.machine_id, mapped, {m: stores[m].namer for m in mapped}, on_disk)
 
     def _leaders_call(self, headers: list[dict], arrays: list[list[torch.Tensor]] | None = None) -> list[dict]:
         arrays = arrays or [[] for _ in headers]
@@ -206,7 +210,8 @@ class KVClient:
             else:
                 headers = [{**base, "init": init}] * self.num_machines
             replies = self._leaders_call(headers, arrays)
-            handle = self._handle(name, shape, dtype, policy, [r["uid"] for r in replies])
+            handle = self._handle(name, shape, dtype, policy, [r["uid"] for r in replies],
+                                  any(r["on_disk"] for r in replies))
             return handle, any(r["created"] for r in replies)
 
     def lookup(self, name: str) -> TensorHandle | None:
@@ -220,7 +225,8 @@ class KVClient:
                 missing = [m for m, f in enumerate(found) if not f["found"]]
                 raise DistGraphError(f"tensor {name!r} exists on some machines but not on {missing}; re-create it")
             f = found[0]
-            return self._handle(name, f["shape"], parse_dtype(f["dtype"]), f["policy"], [x["uid"] for x in found])
+            return self._handle(name, f["shape"], parse_dtype(f["dtype"]), f["policy"], [x["uid"] for x in found],
+                                any(x["on_disk"] for x in found))
 
     def list(self) -> list[dict]:
         """Name, shape, dtype and policy of every tensor of this machine's store."""
@@ -363,7 +369,9 @@ class KVClient:
         `optimizer`. Gradients for rows this process reads through the servers leave with its
         next pull (or barrier, or any call that must see them) and are not awaited: a server
         answers one client in order, so that pull already sees the update. Rows this process
-        maps are updated before returning."""
+        maps are updated before returning. Tensors served from disk refuse every write."""
+        if h.on_disk:
+            raise read_only_error(h.name)
         ids, mn, mx = self._check_ids(h, ids)
         if not isinstance(values, torch.Tensor) or tuple(values.shape) != (ids.numel(), *h.row_shape):
             got = list(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__

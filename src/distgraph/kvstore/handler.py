@@ -62,7 +62,7 @@ def expect_arrays(arrays: list[torch.Tensor], count: int, op: str) -> list[torch
 
 def meta_fields(meta: TensorMeta) -> dict:
     return {"name": meta.name, "shape": list(meta.shape), "dtype": dtype_name(meta.dtype), "policy": meta.policy,
-            "uid": meta.uid}
+            "uid": meta.uid, "on_disk": meta.on_disk}
 
 
 class RequestHandler:

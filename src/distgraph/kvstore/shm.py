@@ -24,7 +24,7 @@ from ..errors import DistGraphError
 from ..rpc.wire import dtype_name, nbytes, parse_dtype
 
 __all__ = ["SHM_DIR", "SegmentNamer", "unlink", "SharedMemoryError", "TensorMeta", "create_segment",
-           "attach_segment", "publish", "read_manifest"]
+           "attach_segment", "tensor_view", "publish", "read_manifest"]
 
 
 class SharedMemoryError(DistGraphError):
@@ -34,7 +34,8 @@ class SharedMemoryError(DistGraphError):
 @dataclass(frozen=True)
 class TensorMeta:
     """What a process needs to attach to a tensor: its global shape, dtype, partition
-    policy, and the segment holding this machine's rows."""
+    policy, and where this machine's rows are: a shared-memory segment, or the data of a
+    file every process maps read-only (`kvstore.disk`), or neither (private memory)."""
 
     name: str
     shape: tuple[int, ...]  # global shape (all machines)
@@ -42,17 +43,29 @@ class TensorMeta:
     policy: str
     rows: int  # rows held on this machine
     uid: str  # new for every creation, so a handle to a deleted tensor is recognised as stale
-    segment: str  # file name under SHM_DIR; empty when the tensor lives in private memory
+    segment: str  # file name under SHM_DIR; empty unless the rows are in shared memory
+    file: str = ""  # absolute path of the file holding the rows (read-only); empty unless served from disk
+    offset: int = 0  # byte offset of the rows in `file`
+
+    @property
+    def on_disk(self) -> bool:
+        """The rows are served read-only from `file`."""
+        return bool(self.file)
 
     def to_json(self) -> dict:
         return {"name": self.name, "shape": list(self.shape), "dtype": dtype_name(self.dtype),
                 "policy": self.policy, "rows": self.rows, "uid": self.uid,
-                "segment": self.segment}
+                "segment": self.segment, "file": self.file, "offset": self.offset}
 
     @classmethod
     def from_json(cls, d: dict) -> "TensorMeta":
+        file, offset = d["file"], d["offset"]
+        if not isinstance(file, str) or type(offset) is not int or offset < 0 or \
+                file and (d["segment"] or not os.path.isabs(file)):
+            raise ValueError(f"file {file!r} at offset {offset!r} must be an absolute path (or empty) and a "
+                             f"non-negative int, and a tensor in a file has no segment")
         return cls(d["name"], tuple(d["shape"]), parse_dtype(d["dtype"]), d["policy"], int(d["rows"]), d["uid"],
-                   d["segment"])
+                   d["segment"], file, offset)
 
 
 def _map(path: Path, size: int, create: bool) -> mmap.mmap:
@@ -79,11 +92,12 @@ def _map(path: Path, size: int, create: bool) -> mmap.mmap:
         os.close(fd)
 
 
-def _view(buf: mmap.mmap, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
+def tensor_view(buf: mmap.mmap, dtype: torch.dtype, shape: tuple[int, ...], offset: int = 0) -> torch.Tensor:
+    """The bytes of `buf` from `offset` as a tensor (no copy; it keeps `buf` mapped)."""
     size = nbytes(dtype, shape)
     if size == 0:
         return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(buf, dtype=torch.uint8, count=size).view(dtype).reshape(shape)
+    return torch.frombuffer(buf, dtype=torch.uint8, count=size, offset=offset).view(dtype).reshape(shape)
 
 
 def create_segment(segment: str, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
@@ -94,13 +108,13 @@ def create_segment(segment: str, dtype: torch.dtype, shape: tuple[int, ...]) -> 
     if size > free:
         raise SharedMemoryError(f"a {list(shape)} {dtype} tensor needs {size / 2**30:.2f} GiB of shared memory but "
                                 f"{SHM_DIR} has {free / 2**30:.2f} GiB free; enlarge it or use fewer/smaller tensors")
-    return _view(_map(SHM_DIR / segment, size, create=True), dtype, shape)
+    return tensor_view(_map(SHM_DIR / segment, size, create=True), dtype, shape)
 
 
 def attach_segment(meta: TensorMeta) -> torch.Tensor:
     """This machine's rows of a tensor created by another process."""
     shape = (meta.rows, *meta.shape[1:])
-    return _view(_map(SHM_DIR / meta.segment, nbytes(meta.dtype, shape), create=False), meta.dtype, shape)
+    return tensor_view(_map(SHM_DIR / meta.segment, nbytes(meta.dtype, shape), create=False), meta.dtype, shape)
 
 
 def publish(path: Path, meta: TensorMeta) -> None:

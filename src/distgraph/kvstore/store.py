@@ -17,8 +17,9 @@ import torch
 
 from ..errors import InputError
 from . import initializers, kernels, optimizers, snapshot
+from .disk import attach_file, npy_offset, read_only_error
 from .routing import server_slices
-from .shm import SegmentNamer, TensorMeta, attach_segment, create_segment, publish, read_manifest, unlink
+from .shm import SHM_DIR, SegmentNamer, TensorMeta, attach_segment, create_segment, publish, read_manifest, unlink
 
 # policy string -> row bounds of every machine ([0, ..., total])
 PolicyResolver = Callable[[str], Sequence[int]]
@@ -62,9 +63,11 @@ class KVStore:
         return shard
 
     def create(self, name: str, shape: tuple[int, ...], dtype: torch.dtype, policy: str,
-               init: dict | None = None, data: torch.Tensor | None = None) -> tuple[TensorMeta, bool]:
-        """Create `name` (filled from `init` or this machine's rows `data`), or return the existing
-        one after checking it matches; the flag says whether this call created it."""
+               init: dict | None = None, data: torch.Tensor | None = None,
+               file: Path | None = None) -> tuple[TensorMeta, bool]:
+        """Create `name` (filled from `init` or this machine's rows `data`, or served read-only
+        from the .npy `file` of this machine's rows), or return the existing one after checking
+        it matches; the flag says whether this call created it."""
         existing = self.meta(name)
         if existing is not None:
             if (existing.shape, existing.dtype, existing.policy) != (tuple(shape), dtype, policy):
@@ -80,13 +83,19 @@ class KVStore:
             raise InputError(f"initial rows of {name!r} on machine {self.machine_id} must be {dtype} of shape "
                              f"{list(local_shape)}, got {data.dtype} {list(data.shape)}")
         uid = secrets.token_hex(4)
-        segment = self.namer.segment(name, uid) if self.namer else ""
-        meta = TensorMeta(name, tuple(shape), dtype, policy, hi - lo, uid, segment)
-        values = create_segment(segment, dtype, local_shape) if self.namer else torch.empty(local_shape, dtype=dtype)
-        if data is not None:
-            values.copy_(data)
+        if file is not None:
+            file = Path(file).absolute()
+            meta = TensorMeta(name, tuple(shape), dtype, policy, hi - lo, uid, "", str(file),
+                              npy_offset(file, dtype, local_shape))
+            values = attach_file(meta)
         else:
-            initializers.fill(values, lo, initializers.check_spec(init or {"kind": "zeros"}))
+            segment = self.namer.segment(name, uid) if self.namer else ""
+            meta = TensorMeta(name, tuple(shape), dtype, policy, hi - lo, uid, segment)
+            values = create_segment(segment, dtype, local_shape) if self.namer else torch.empty(local_shape, dtype=dtype)
+            if data is not None:
+                values.copy_(data)
+            else:
+                initializers.fill(values, lo, initializers.check_spec(init or {"kind": "zeros"}))
         if self.namer:
             publish(self.namer.manifest(name), meta)
         self._register(meta, values, lo)
@@ -109,7 +118,8 @@ class KVStore:
                 raise UnknownTensor(f"tensor {name!r} does not exist on machine {self.machine_id}; "
                                     f"create it first (DistTensor with this name)")
             bounds = self.resolve_policy(meta.policy)
-            shard = self._register(meta, attach_segment(meta), int(bounds[self.machine_id]))
+            rows = attach_file(meta) if meta.on_disk else attach_segment(meta)
+            shard = self._register(meta, rows, int(bounds[self.machine_id]))
         if uid is not None and shard.meta.uid != uid:
             raise UnknownTensor(f"tensor {name!r} was deleted and re-created since it was looked up; look it up again")
         return shard
@@ -117,12 +127,21 @@ class KVStore:
     def metas(self) -> list[TensorMeta]:
         return [s.meta for s in self._shards.values()]
 
+    def witness(self, shard: Shard) -> Path | None:
+        """The file whose presence shows that `shard` is still its machine's tensor: its segment,
+        or for rows served from disk its manifest (gone when the tensor is deleted or the servers
+        exit; a re-creation under the same name goes unseen); None in private memory."""
+        if shard.meta.segment:
+            return SHM_DIR / shard.meta.segment
+        return self.namer.manifest(shard.meta.name) if shard.meta.on_disk and self.namer else None
+
     def delete(self, name: str) -> bool:
         """Forget `name` and free its memory; True if it existed."""
         shard = self._shards.pop(name, None)
         if shard is not None and self.creator and self.namer:
             unlink(self.namer.manifest(name))
-            unlink(self.namer.manifest(name).with_name(shard.meta.segment))
+            if shard.meta.segment:
+                unlink(self.namer.manifest(name).with_name(shard.meta.segment))
         return shard is not None
 
     def close(self) -> None:
@@ -160,6 +179,8 @@ class KVStore:
              optimizer: dict | None = None) -> None:
         """Assign rows, or apply a sparse optimiser step with `values` as their gradients."""
         shard = self.shard(name, uid)
+        if shard.meta.on_disk:
+            raise read_only_error(name)
         local = self._local_rows(shard, ids)
         expected = (ids.numel(), *shard.meta.shape[1:])
         if tuple(values.shape) != expected or values.dtype != shard.meta.dtype:
@@ -207,6 +228,8 @@ class KVStore:
                     apply: bool) -> None:
         """Check (and with `apply`, restore) this server's slice of `name` from checkpoint pieces."""
         shard = self.shard(name, uid)
+        if shard.meta.on_disk:
+            raise read_only_error(name)
         snapshot.load_pieces(shard.data, shard.states, shard.first_row, shard.own, directory, pieces, apply)
 
     def drop_pieces(self, name: str, directory: Path) -> None:

@@ -51,6 +51,7 @@ class LaunchOptions:
     num_omp_threads: int | None = None
     ssh: SshOptions = field(default_factory=SshOptions)
     encrypt: bool = False
+    features_on_disk: bool = False  # servers map partition node/edge data from its files, read-only
     extra_envs: list[str] = field(default_factory=list)
     master_port: int | None = None
     scheduler: str = "ssh"  # ssh: ip_config's hosts over ssh; slurm: the allocation's nodes through srun
@@ -190,7 +191,7 @@ def make_plan(opts: LaunchOptions, serve: int | None = None) -> Plan:
     omp = opts.num_omp_threads or max(multiprocessing.cpu_count() // 2 // opts.num_trainers, 1)
     common = {
         E.IP_CONFIG: opts.ip_config, E.PART_CONFIG: opts.part_config, E.SESSION: session,
-        E.SECRET: secret, E.ENCRYPT: str(int(opts.encrypt)),
+        E.SECRET: secret, E.ENCRYPT: str(int(opts.encrypt)), E.FEATURES_ON_DISK: str(int(opts.features_on_disk)),
         E.NUM_SERVERS: str(opts.num_servers), E.NUM_TRAINERS: str(opts.num_trainers),
         E.NUM_SAMPLERS: str(opts.num_samplers), "PYTHONUNBUFFERED": "1",
         **{k: os.environ[k] for k in FORWARDED if k in os.environ},

@@ -19,6 +19,7 @@ from ..distributed.dist_tensor import DistTensor
 from ..distributed.initializers import Zeros
 from ..errors import InputError
 from ..kvstore import kernels
+from ..kvstore.disk import read_only_error
 
 
 class RowAdagrad:
@@ -27,6 +28,8 @@ class RowAdagrad:
     def __init__(self, table: DistTensor, lr: float):
         if table.dtype != torch.float32 or len(table.shape) != 2:
             raise InputError(f"RowAdagrad updates float32 tables of rows, got {table!r}")
+        if table._handle.on_disk:  # its steps write rows this process maps in place
+            raise read_only_error(table.name)
         self.table, self.lr = table, float(lr)
         self.state = DistTensor((table.shape[0],), torch.float32, f"{table.name}~rowadagrad", init_func=Zeros(),
                                 part_policy=table.part_policy, persistent=True)
