@@ -40,6 +40,8 @@ def test_data_degrees_and_edges_in_original_ids(g, graph, parts):
     assert torch.equal(g.ndata["feat"][ids], graph.ndata["feat"][orig[ids]])
     assert torch.equal(g.in_degrees(), graph.in_degrees()[orig])
     assert torch.equal(g.out_degrees(ids), graph.out_degrees()[orig[ids]])
+    assert g.in_degrees(ids).dtype == torch.int64  # published as int32, half the shared memory
+    assert g._structure["_N#in_degree"].dtype == torch.int32
     eids = torch.tensor([0, g.num_edges() - 1, 17])
     src, dst = g.find_edges(eids)
     assert torch.equal(orig[src], graph.src[orig_e[eids]]) and torch.equal(orig[dst], graph.dst[orig_e[eids]])

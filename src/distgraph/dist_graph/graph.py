@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from ..distributed.partition_data import IN_DEGREE, OUT_DEGREE
+from ..distributed.partition_data import IN_DEGREE, OUT_DEGREE, degree_dtype
 from ..distributed.dist_tensor import DistTensor
 from ..distributed.policy import (EdgePartitionPolicy, NodePartitionPolicy, edge_policy_str, graph_data_name,
                                   node_policy_str)
@@ -153,11 +153,11 @@ class DistGraph:
     # -------------------------------------------------------------- structure
     @cached_property
     def _structure(self) -> dict[str, DistTensor]:
-        out = {}
+        out, dtype = {}, str(degree_dtype(self.num_edges())).removeprefix("torch.")
         for t in self.ntypes:
             for name in (IN_DEGREE, OUT_DEGREE):
                 out[f"{t}{name}"] = self._attach(node_policy_str(t), self.num_nodes(t),
-                                                 {name: DataSpec("int64", ())})[name]
+                                                 {name: DataSpec(dtype, ())})[name]
         return out
 
     def _ntype(self, ntype: str | None) -> str:
@@ -177,12 +177,12 @@ class DistGraph:
     def in_degrees(self, v=None, ntype: str | None = None) -> torch.Tensor:
         """In-degrees (over all edge types) of nodes `v` (all nodes when None)."""
         ids, ntype = self._node_ids(v, ntype)
-        return self._structure[f"{ntype}{IN_DEGREE}"][ids]
+        return self._structure[f"{ntype}{IN_DEGREE}"][ids].long()
 
     def out_degrees(self, u=None, ntype: str | None = None) -> torch.Tensor:
         """Out-degrees (over all edge types) of nodes `u` (all nodes when None)."""
         ids, ntype = self._node_ids(u, ntype)
-        return self._structure[f"{ntype}{OUT_DEGREE}"][ids]
+        return self._structure[f"{ntype}{OUT_DEGREE}"][ids].long()
 
     def find_edges(self, eids, etype=None) -> tuple[torch.Tensor, torch.Tensor]:
         """(src, dst) of edges `eids`: node ids of the edge type's source and destination types.

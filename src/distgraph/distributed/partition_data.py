@@ -21,16 +21,23 @@ from .policy import edge_policy_str, graph_data_name, node_policy_str
 IN_DEGREE, OUT_DEGREE = "#in_degree", "#out_degree"
 
 
+def degree_dtype(num_edges: int) -> torch.dtype:
+    """The dtype degrees are published in: int32 while no degree can reach 2**31 (half the
+    shared memory of int64; 0.8 GB at 100M nodes), read back as int64."""
+    return torch.int32 if num_edges < 2**31 else torch.int64
+
+
 def structure_tensors(part: Partition) -> list[tuple[str, str, int, torch.Tensor]]:
     """(tensor name, policy, rows of that type in the whole graph, this partition's rows)."""
     book, p = part.book, part.part_id
     lo, _ = book.node_range(p, None)
+    dtype = degree_dtype(book.num_edges())
     out = []
     for t in book.ntypes:
         rows = book.map_to_homo_nid(book.partid2nids(p, t), t) - lo
         policy = node_policy_str(t)
         for name, values in ((IN_DEGREE, part.in_degree()), (OUT_DEGREE, part.out_degree)):
-            out.append((graph_data_name(policy, name), policy, book.num_nodes(t), values[rows].contiguous()))
+            out.append((graph_data_name(policy, name), policy, book.num_nodes(t), values[rows].to(dtype)))
     return out
 
 
