@@ -158,13 +158,14 @@ class TreeMemory(Poller):
         self.total_pss = max(self.total_pss, total)
 
 
-def train(parts: Path, tier: str, machines: int, steps: int, workdir: Path) -> None:
+def train(parts: Path, tier: str, machines: int, steps: int, workdir: Path, on_disk: bool = False) -> None:
     """Launch `machines` machines on this host on the tier's partitions and report the trainers'
     figures and the job's memory."""
     ip = loopback_ip_config(workdir / "ip_config.txt", machines)
     cmd = [sys.executable, "-m", "distgraph.cli.main", "launch", "--workspace", str(workdir),
            "--num_trainers", "1", "--num_servers", "1", "--num_samplers", "0", "--num_omp_threads", "1",
            "--part_config", str(parts / "g.json"), "--ip_config", str(ip),
+           *(["--features_on_disk"] if on_disk else []),
            f"{sys.executable} {HERE / 'scale_train.py'} --graph_name g --steps {steps} --num_classes 172"]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -178,6 +179,7 @@ def train(parts: Path, tier: str, machines: int, steps: int, workdir: Path) -> N
         raise SystemExit(f"training on the {tier} tier failed ({proc.returncode}); see {workdir / 'train.log'}")
     rows = [dict(kv.split("=") for kv in m.group(1).split()) for m in re.finditer(r"RESULT (.*)", out)]
     seeds_per_s = [float(r["seeds"]) / float(r["sample_seconds"]) for r in rows]
+    report(f"tier_{tier}_features_on_disk", on_disk)
     report(f"tier_{tier}_train_wall_seconds", wall)
     report(f"tier_{tier}_trainer_ready_seconds_max", max(float(r["ready"]) for r in rows))
     report(f"tier_{tier}_sampled_seeds_per_s_total_first_pass", sum(seeds_per_s))
@@ -200,16 +202,32 @@ CGROUP = Path("/sys/fs/cgroup/memory")
 
 
 def peer_npz(graph: Path, out: Path) -> Path:
-    """The tier's graph as the peer's script reads it (src, dst, num_nodes, node arrays)."""
+    """The tier's graph as the peer's script reads it (src, dst, num_nodes, node arrays), written
+    a piece at a time (an .npz is a zip of .npy members), so a tier larger than memory can be
+    handed to the peer to measure how it ends."""
+    import zipfile
+
     import numpy as np
 
     from distgraph.data.chunked import ChunkedGraph
 
     g = ChunkedGraph(graph)
     (c,) = g.canonical_etypes
-    src, dst = (np.concatenate(a) for a in zip(*g.edge_chunks(c, piece=1 << 24)))
-    nodes = {k: np.asarray(v) for k, v in g.node_data["_N"].items()}
-    np.savez(out, src=src, dst=dst, num_nodes=np.int64(g.num_nodes["_N"]), **nodes)
+    edges = g.num_edges[c]
+
+    def member(zf: zipfile.ZipFile, name: str, dtype, shape: tuple, pieces) -> None:
+        with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_2_0(f, {"descr": np.dtype(dtype).str, "fortran_order": False,
+                                                     "shape": shape})
+            for piece in pieces:
+                f.write(np.ascontiguousarray(piece, dtype=dtype).data)
+
+    with zipfile.ZipFile(out, "w") as zf:
+        for side in (0, 1):
+            member(zf, ("src", "dst")[side], np.int64, (edges,), (pair[side] for pair in g.edge_chunks(c, 1 << 24)))
+        member(zf, "num_nodes", np.int64, (), [np.int64(g.num_nodes["_N"])])
+        for k, v in g.node_data["_N"].items():
+            member(zf, k, v.dtype, tuple(v.shape), (v[i:i + (1 << 24)] for i in range(0, v.shape[0], 1 << 24)))
     return out
 
 
@@ -249,6 +267,7 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep each tier's files")
     ap.add_argument("--steps", type=int, default=200, help="batches sampled, then GraphSAGE steps, per trainer")
     ap.add_argument("--skip_training", action="store_true")
+    ap.add_argument("--features_on_disk", action="store_true", help="train with `launch --features_on_disk`")
     ap.add_argument("--train_only", action="store_true", help="train on partitions an earlier --keep run left")
     ap.add_argument("--peer_python", help="DGL 2.1.0's interpreter (../shared/peers/dgl/install.sh)")
     ap.add_argument("--peer_up_to", default="100M", help="measure DGL's partition_graph up to this tier")
@@ -266,19 +285,20 @@ def main() -> None:
         if args.train_only:
             if not (root / "parts" / "g.json").is_file():
                 raise SystemExit(f"--train_only needs {root / 'parts'} from an earlier run with --keep")
-            train(root / "parts", tier, args.parts, args.steps, root)
+            train(root / "parts", tier, args.parts, args.steps, root, args.features_on_disk)
             continue
         if not partition_tier(cli, work, tier, edges, args):
             continue
         if not args.skip_training:
-            train(root / "parts", tier, args.parts, args.steps, root)
+            train(root / "parts", tier, args.parts, args.steps, root, args.features_on_disk)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
 
 
 def partition_tier(cli: list[str], work: Path, tier: str, edges: int, args: argparse.Namespace) -> bool:
-    """Generate the tier's graph, partition it as a user would, and measure METIS and DGL where
-    asked; False if the disk cannot hold the tier."""
+    """Generate the tier's graph, measure DGL where asked (first: its input file and ours need not
+    be on disk together), partition it as a user would, and measure METIS where asked; False if
+    the disk cannot hold the tier."""
     nodes = edges // 10
     need = edges * 16 * 3 + nodes * 64
     free = shutil.disk_usage(work).free
@@ -294,6 +314,11 @@ def partition_tier(cli: list[str], work: Path, tier: str, edges: int, args: argp
                     "--out", str(root / "graph")], check=True, capture_output=True)
     report(f"tier_{tier}_generate_seconds", time.perf_counter() - t0)
     report(f"tier_{tier}_input_bytes", du(root / "graph"))
+    if args.peer_python and edges <= count(args.peer_up_to):
+        npz = peer_npz(root / "graph", root / "peer.npz")
+        dgl_partition(args.peer_python, npz, args.parts, root / "dgl", args.peer_memory_gb, tier)
+        npz.unlink()
+        shutil.rmtree(root / "dgl", ignore_errors=True)
     base = [*cli, "partition", "--input", str(root / "graph"), "--graph_name", "g", "--num_parts",
             str(args.parts)]
     seconds, peak, anon, out = timed([*base, "--out", str(root / "parts")], root / "partition.log",
@@ -319,11 +344,6 @@ def partition_tier(cli: list[str], work: Path, tier: str, edges: int, args: argp
         report(f"tier_{tier}_metis_edge_cut", metis)
         report(f"tier_{tier}_cut_vs_metis", config["stats"]["edge_cut"] / metis)
         shutil.rmtree(root / "metis", ignore_errors=True)
-    if args.peer_python and edges <= count(args.peer_up_to):
-        npz = peer_npz(root / "graph", root / "peer.npz")
-        dgl_partition(args.peer_python, npz, args.parts, root / "dgl", args.peer_memory_gb, tier)
-        npz.unlink()
-        shutil.rmtree(root / "dgl", ignore_errors=True)
     return True
 
 
