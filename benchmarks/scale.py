@@ -133,7 +133,8 @@ class AnonPeak(Poller):
                 status = Path(f"/proc/{p.pid}/status").read_text()
             except OSError:
                 continue
-            total += int(re.search(r"RssAnon:\s+(\d+)", status).group(1)) * 1024
+            found = re.search(r"RssAnon:\s+(\d+)", status)  # none in an exited, unreaped process
+            total += int(found.group(1)) * 1024 if found else 0
         self.peak = max(self.peak, total)
 
 
