@@ -102,6 +102,30 @@ def test_each_host_reads_only_the_chunks_of_its_share(chunked, ip_config, tmp_pa
     assert sum(stats.part_train) == int(sum(np.load(f).sum() for f in chunked.rglob("*train_mask*.npy")))
 
 
+def test_node_data_in_csv_and_parquet_chunks_cut_anywhere(ip_config, tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    meta = json.loads((root / "metadata.json").read_text())
+    label, feat = np.asarray(g.ndata["label"]), np.asarray(g.ndata["feat"])
+    for i, rows in enumerate(np.array_split(np.arange(1000), 5)):
+        np.savetxt(root / f"label{i}.csv", label[rows], fmt="%d")
+    for i, rows in enumerate(np.array_split(np.arange(1000), 2)):
+        pq.write_table(pa.table({f"f{j}": feat[rows, j] for j in range(4)}), root / f"feat{i}.parquet")
+    meta["node_data"]["_N"]["label"] = {"format": {"name": "csv"}, "data": [f"label{i}.csv" for i in range(5)]}
+    meta["node_data"]["_N"]["feat"] = {"format": {"name": "parquet"}, "data": ["feat0.parquet", "feat1.parquet"]}
+    (root / "metadata.json").write_text(json.dumps(meta))
+    work = own_folders(root, tmp_path / "disks", monkeypatch)
+    assert not (tmp_path / "disks" / "host0" / "g" / "label4.csv").exists()
+    partition_stream(from_chunked(root), "g", 3, tmp_path / "single", part_method="random", seed=3)
+    partition_cluster("g", "g", 3, "out", ip_config, workspace=work, part_method="random", seed=3)
+    for h in range(HOSTS):
+        for f in (tmp_path / "single" / f"part{h}").iterdir():
+            assert (tmp_path / "disks" / f"host{h}" / "out" / f"part{h}" / f.name).read_bytes() == f.read_bytes()
+
+
 @pytest.mark.parametrize("held_by, message", [
     ((1,), r"^machine 2 \(127\.0\.0\.1\) lacks \S+/node_data/_N-feat-1\.npy, a chunk of node data 'feat' of _N "
            r"holding rows of its share \(666 to 1,000\); copy it there$"),
