@@ -131,7 +131,7 @@ class RowReader:
         while at < hi:
             i = int(np.searchsorted(a.starts, at, side="right")) - 1  # (past chunks without rows)
             if i != self._index:
-                self._chunk = None  # (the previous chunk freed before the next is read)
+                self._chunk, self._index = None, -1  # (the previous chunk freed before the next is read)
                 self._chunk, self._index = a._chunk(i), i
             first, end = int(a.starts[i]), min(hi, int(a.starts[i + 1]))
             out[at - lo:end - lo] = np.asarray(self._chunk[at - first:end - first])
