@@ -51,13 +51,13 @@ def main() -> None:
     ip_config = loopback_ip_config(work / "ip_config.txt", HOSTS)
     base = [*cli, "partition", "--input", str(work / "graph"), "--graph_name", "g", "--num_parts", str(HOSTS)]
     for method in ("kaminpar", "random"):
-        seconds, peak, _ = timed([*base, "--part_method", method, "--memory_budget", "0.001",
+        seconds, peak, _, _ = timed([*base, "--part_method", method, "--memory_budget", "0.001",
                                   "--out", str(work / f"single-{method}")], work / f"single-{method}.log")
         report(f"{method}_single_seconds", seconds)
         report(f"{method}_single_peak_rss_mb", peak / 2**20)
         cut = json.loads((work / f"single-{method}" / "g.json").read_text())["stats"]["edge_cut"]
         report(f"{method}_single_edge_cut", cut)
-        seconds, _, out = timed([*base, "--part_method", method, "--ip_config", str(ip_config),
+        seconds, _, _, out = timed([*base, "--part_method", method, "--ip_config", str(ip_config),
                                  "--out", str(work / f"dist-{method}")], work / f"dist-{method}.log")
         line = next(x for x in out.splitlines() if x.startswith("peak memory per host"))
         hosts = [int(v) for v in re.findall(r"machine \d+ (\d+) MB", line)]

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from distgraph.data.chunked import ChunkWriter
+from distgraph.arrays import offsets
+from distgraph.data.chunked import ChunkedGraph, ChunkWriter
+from distgraph.partition.dist.datalayout import data_arrays
+from distgraph.partition.dist.shares import my_rows, my_segments
 
 
 def same_partitions(a: Path, b: Path, name: str = "g") -> None:
@@ -40,3 +43,18 @@ def chunked_copy(g, root: Path, edge_chunks: int = 3) -> Path:
         for lo, hi in ((0, n // 2), (n // 2, n)):
             w.add_nodes(t, hi - lo, {k: v[lo:hi] for k, v in data.items()})
     return w.finish()
+
+
+def share_files(root: Path, host: int, num_hosts: int) -> list[str]:
+    """The chunk files (relative to `root`) that host `host` of `num_hosts` reads in a
+    distributed partitioning: its share of the edge chunks and of the node and edge data."""
+    cg = ChunkedGraph(root)
+    files = [cg.edge_files[g.etype][g.index].path for g in my_segments(cg, host, num_hosts)]
+    counts = {"node": offsets(np.array([cg.num_nodes[t] for t in cg.ntypes], dtype=np.int64)),
+              "edge": offsets(np.array([cg.num_edges[c] for c in cg.canonical_etypes], dtype=np.int64))}
+    data = {"node": lambda a: cg.node_data[a.key], "edge": lambda a: cg.edge_data[tuple(a.key.split(":"))]}
+    for a in data_arrays(cg):
+        a.rows = [c.rows for c in data[a.kind](a)[a.name].chunks]
+        lo, hi = my_rows(a.kind, counts[a.kind], host, num_hosts)[a.type_index]
+        files += [a.files[f][0] for f in a.files_of(lo, hi)]
+    return sorted({str(Path(f).relative_to(root)) for f in files})

@@ -1,16 +1,19 @@
 """The distributed partitioner on loopback (three hosts of an ip_config on this machine, started
 without ssh): the files it writes are partition_stream's, byte for byte, for the same
-assignment (random, and KaMinPar on the ParHIP file assembled from the hosts' pieces); the
-edges travel between the hosts over the authenticated transport (edge data read by the host
-writing them); a failing host leaves no config and no partition file behind."""
+assignment (random, METIS and KaMinPar on the ParHIP file assembled from the hosts' pieces);
+node data rows and edges with their data travel between the hosts over the authenticated
+transport; with a folder of its own per host (as on its own disk), each host needs only the
+chunk files of its share and the coordinating host only the metadata; a failing host or a
+missing chunk leaves no config and no partition file behind."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
-from partition_files import chunked_copy, same_partitions
+from partition_files import chunked_copy, same_partitions, share_files
 
 from distgraph.cluster.hosts import free_ports
 from distgraph.data import generate_mag, generate_sbm
@@ -21,6 +24,10 @@ from distgraph.partition.stream import from_chunked, partition_stream
 
 pytestmark = pytest.mark.multiprocess
 HOSTS = 3
+OWN_FOLDER = """import os
+if 'DISTGRAPH_LISTEN' in os.environ:  # a host's partitioning process works in the folder of its machine
+    os.chdir(os.path.join({base!r}, 'host' + os.environ['DISTGRAPH_MACHINE_ID']))
+"""
 
 
 @pytest.fixture
@@ -37,7 +44,7 @@ def chunked(request, tmp_path_factory):
     else:
         g = generate_mag(1200, 900, 40, 80, num_classes=5, feat_dim=8, seed=2)
     root = chunked_copy(g, tmp_path_factory.mktemp(request.param) / "g", edge_chunks=4).parent
-    # edge data of the first edge type, in 2 chunks: the writing hosts read their edges' rows
+    # edge data of the first edge type, in 2 chunks (not those of the edges): read with the edges
     meta = json.loads((root / "metadata.json").read_text())
     key = meta["edge_type"][0]
     weight = np.random.default_rng(0).random((sum(meta["num_edges_per_chunk"][0]), 2), dtype=np.float32)
@@ -59,6 +66,80 @@ def test_hosts_write_what_partition_stream_writes(chunked, ip_config, tmp_path):
     part = load_partition(tmp_path / "dist" / "g.json", 2)
     assert part.num_inner_nodes == stats.part_nodes[2]
     assert any(p.name.endswith(".w.npy") for p in (tmp_path / "dist" / "part2").iterdir())
+
+
+def own_folders(root, base, monkeypatch) -> str:
+    """`root` spread as separate disks would hold it: each host's folder (base/host<m>, where its
+    process works) with the metadata and the chunk files of its share only, the coordinating
+    host's (base/coordinator, the workspace returned) with the metadata only."""
+    for d, rels in [("coordinator", [])] + [(f"host{h}", share_files(root, h, HOSTS)) for h in range(HOSTS)]:
+        for rel in ["metadata.json", *rels]:
+            (base / d / "g" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / rel, base / d / "g" / rel)
+    (base / "site").mkdir()
+    (base / "site" / "sitecustomize.py").write_text(OWN_FOLDER.format(base=str(base)))
+    monkeypatch.setenv("PYTHONPATH", str(base / "site"))
+    return str(base / "coordinator")
+
+
+def test_each_host_reads_only_the_chunks_of_its_share(chunked, ip_config, tmp_path, monkeypatch):
+    work = own_folders(chunked, tmp_path / "disks", monkeypatch)
+    assert len(list((tmp_path / "disks" / "host0" / "g").rglob("*.npy"))) < len(list(chunked.rglob("*.npy")))
+    # METIS weighted by the split masks (which the coordinator reads through the hosts holding them)
+    partition_stream(from_chunked(chunked), "g", 4, tmp_path / "single", part_method="metis", balance_train=True,
+                     seed=5)
+    stats = partition_cluster("g", "g", 4, "out", ip_config, workspace=work, part_method="metis",
+                              balance_train=True, seed=5)
+    merged = tmp_path / "merged"
+    shutil.copytree(tmp_path / "disks" / "coordinator" / "out", merged)
+    for h in range(HOSTS):
+        out = tmp_path / "disks" / f"host{h}" / "out"
+        assert sorted(p.name for p in out.iterdir()) == ["g.json", *(f"part{p}" for p in range(h, 4, HOSTS))]
+        assert (out / "g.json").read_text() == (merged / "g.json").read_text()
+        for p in range(h, 4, HOSTS):
+            shutil.copytree(out / f"part{p}", merged / f"part{p}")
+    same_partitions(tmp_path / "single", merged)
+    assert sum(stats.part_train) == int(sum(np.load(f).sum() for f in chunked.rglob("*train_mask*.npy")))
+
+
+def test_node_data_in_csv_and_parquet_chunks_cut_anywhere(ip_config, tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    meta = json.loads((root / "metadata.json").read_text())
+    label, feat = np.asarray(g.ndata["label"]), np.asarray(g.ndata["feat"])
+    for i, rows in enumerate(np.array_split(np.arange(1000), 5)):
+        np.savetxt(root / f"label{i}.csv", label[rows], fmt="%d")
+    for i, rows in enumerate(np.array_split(np.arange(1000), 2)):
+        pq.write_table(pa.table({f"f{j}": feat[rows, j] for j in range(4)}), root / f"feat{i}.parquet")
+    meta["node_data"]["_N"]["label"] = {"format": {"name": "csv"}, "data": [f"label{i}.csv" for i in range(5)]}
+    meta["node_data"]["_N"]["feat"] = {"format": {"name": "parquet"}, "data": ["feat0.parquet", "feat1.parquet"]}
+    (root / "metadata.json").write_text(json.dumps(meta))
+    work = own_folders(root, tmp_path / "disks", monkeypatch)
+    assert not (tmp_path / "disks" / "host0" / "g" / "label4.csv").exists()
+    partition_stream(from_chunked(root), "g", 3, tmp_path / "single", part_method="random", seed=3)
+    partition_cluster("g", "g", 3, "out", ip_config, workspace=work, part_method="random", seed=3)
+    for h in range(HOSTS):
+        for f in (tmp_path / "single" / f"part{h}").iterdir():
+            assert (tmp_path / "disks" / f"host{h}" / "out" / f"part{h}" / f.name).read_bytes() == f.read_bytes()
+
+
+@pytest.mark.parametrize("held_by, message", [
+    ((1,), r"^machine 2 \(127\.0\.0\.1\) lacks \S+/node_data/_N-feat-1\.npy, a chunk of node data 'feat' of _N "
+           r"holding rows of its share \(666 to 1,000\); copy it there$"),
+    ((), r"^node data 'feat' of _N: no machine holds its chunk \S+/node_data/_N-feat-1\.npy; copy it"),
+])
+def test_a_data_chunk_missing_on_a_host_is_named(held_by, message, ip_config, tmp_path, monkeypatch):
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    work = own_folders(root, tmp_path / "disks", monkeypatch)
+    for h in {1, 2} - set(held_by):  # (hosts 1 and 2 hold it for their shares)
+        (tmp_path / "disks" / f"host{h}" / "g" / "node_data" / "_N-feat-1.npy").unlink()
+    with pytest.raises(PartitionError, match=message):
+        partition_cluster("g", "g", 3, "out", ip_config, workspace=work, part_method="random")
+    assert not [p for p in (tmp_path / "disks").rglob("*") if p.is_file() and "out" in p.parts], "files written"
 
 
 def test_kaminpar_runs_on_the_graph_assembled_from_the_hosts_pieces(ip_config, tmp_path):
@@ -101,7 +182,8 @@ hostwork.HostWork.edges = edges
 
 
 @pytest.mark.parametrize("fault, message", [
-    ("disk full while writing", r"machine 2 .* refused 'write': cannot write .*No space left on device\); free disk"),
+    ("disk full while writing",  # (its first write: node data rows sent to it in the shuffle)
+     r"machine 2 .* refused 'node_rows': cannot write .*No space left on device\); free disk"),
     ("dies mid-shuffle", r"machine 2"),
 ])
 def test_a_host_that_fails_leaves_nothing_that_loads(fault, message, ip_config, tmp_path, monkeypatch):

@@ -1,9 +1,9 @@
 """`distgraph partition --ip_config` on the 3 test hosts, run from this machine (the
-coordinating host, outside the test bed): each host holds only its share of the edge chunks
-(plus metadata and node data) and runs under a memory cap (a cgroup holding its sshd, so its
-agent and partitioning process) that the single-host streaming path exceeds for the same graph;
-the hosts' partitions, the id maps and the config (on every host, as `distgraph launch` needs)
-are the single-host path's, byte for byte."""
+coordinating host, outside the test bed): each host holds the metadata and only the chunk files
+of its share (edges, node data, edge data) and runs under a memory cap (a cgroup holding its
+sshd, so its agent and partitioning process) that the single-host streaming path exceeds for
+the same graph; the hosts' partitions, the id maps and the config (on every host, as
+`distgraph launch` needs) are the single-host path's, byte for byte."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import sys
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 from memcap import MemoryCap, run_capped, why_not
-from partition_files import same_partitions
+from partition_files import same_partitions, share_files
 
 from testbed import WORKSPACE
 
@@ -37,19 +38,23 @@ def _partition(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def job(bed):
-    """A chunked graph (6 edge chunks) here, in a folder of its own under the workspace path, and
-    on each host: metadata, node data and its share of the edge chunks (files 2h and 2h + 1)."""
+    """A chunked graph (6 edge chunks, 3 chunks of each node data array, an edge weight in 4
+    chunks) here, in a folder of its own under the workspace path, and on each host the metadata
+    and the chunk files of its share only."""
     name = f"dist-{uuid.uuid4().hex[:8]}"
     here = Path(WORKSPACE) / name  # this host's folder at the hosts' workspace path
     meta = generate_sbm_chunked(here / "g", 300_000, 3_000_000, num_classes=16, feat_dim=4, feat_dtype="float32",
                                 chunk_edges=500_000, progress=False)
-    edge_files = json.loads(meta.read_text())["edges"]["_N:_E:_N"]["data"]
+    spec = json.loads(meta.read_text())
+    weight = np.random.default_rng(0).random((3_000_000, 2), dtype=np.float32)
+    for i, rows in enumerate(np.array_split(weight, 4)):  # (chunks of other sizes than the edges')
+        np.save(here / "g" / f"w{i}.npy", rows)
+    spec["edge_data"] = {"_N:_E:_N": {"w": {"format": {"name": "numpy"}, "data": [f"w{i}.npy" for i in range(4)]}}}
+    meta.write_text(json.dumps(spec))
     for h, host in enumerate(bed.hosts):
         root = host.workspace / name / "g"
-        shutil.copytree(here / "g" / "node_data", root / "node_data")
-        shutil.copy(meta, root / "metadata.json")
-        (root / "edges").mkdir()
-        for rel in edge_files[2 * h:2 * h + 2]:  # its third of the edges
+        for rel in ["metadata.json", *share_files(here / "g", h, len(bed.hosts))]:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(here / "g" / rel, root / rel)
     yield name
     shutil.rmtree(here, ignore_errors=True)

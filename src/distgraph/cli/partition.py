@@ -139,7 +139,7 @@ def _run_cluster(args: argparse.Namespace) -> int:
     if why_not:
         raise InputError(f"--ip_config partitions a graph in DGL's chunked format on several hosts: {why_not}; "
                          f"drop --ip_config to partition on this host")
-    source = from_chunked(local_input, every_edge_file=False)
+    source = from_chunked(local_input, every_file=False)
     machines = parse_ip_config(args.ip_config)
     choice = choose_cluster(source.num_edges(), args.part_method, len(machines))
     print(f"{args.input}: {source.num_nodes():,} nodes, {source.num_edges():,} edges, node types {source.ntypes}, "

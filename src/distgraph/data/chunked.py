@@ -70,14 +70,16 @@ class ChunkFile:
 
 
 class ChunkedArray:
-    """A data array stored as consecutive chunks: its shape and dtype from the first chunk, its
-    rows read on demand."""
+    """A data array stored as consecutive chunks: its shape and dtype from the first chunk (or
+    `spec`, (dtype, row shape), where not every chunk is at hand), its rows read on demand."""
 
-    def __init__(self, chunks: Sequence[ChunkFile], what: str):
+    def __init__(self, chunks: Sequence[ChunkFile], what: str, spec: tuple | None = None):
         self.chunks, self.what = list(chunks), what
         self.starts = np.concatenate([[0], np.cumsum([c.rows for c in self.chunks])]).astype(np.int64)
-        first = self.chunks[0].read() if self.chunks else np.empty(0)
-        self.dtype, self.row_shape = first.dtype, tuple(first.shape[1:])
+        if spec is None:
+            first = self.chunks[0].read() if self.chunks else np.empty(0)
+            spec = first.dtype, first.shape[1:]
+        self.dtype, self.row_shape = np.dtype(spec[0]), tuple(spec[1])
 
     def _chunk(self, i: int) -> np.ndarray:
         a = self.chunks[i].read()
@@ -113,6 +115,30 @@ class ChunkedArray:
         return a if dtype is None else a.astype(dtype)
 
 
+class RowReader:
+    """Contiguous rows of a `ChunkedArray`, read in ascending ranges: the chunk being read stays
+    open until a read moves past it (a parquet or CSV chunk is read once, not once per range),
+    and only the chunks holding the rows asked for are touched."""
+
+    def __init__(self, array: ChunkedArray):
+        self.array, self._index, self._chunk = array, -1, None
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        """Rows [lo, hi)."""
+        a = self.array
+        out = np.empty((hi - lo, *a.row_shape), dtype=a.dtype)
+        at = lo
+        while at < hi:
+            i = int(np.searchsorted(a.starts, at, side="right")) - 1  # (past chunks without rows)
+            if i != self._index:
+                self._chunk, self._index = None, -1  # (the previous chunk freed before the next is read)
+                self._chunk, self._index = a._chunk(i), i
+            first, end = int(a.starts[i]), min(hi, int(a.starts[i + 1]))
+            out[at - lo:end - lo] = np.asarray(self._chunk[at - first:end - first])
+            at = end
+        return out
+
+
 def _spec(meta: dict, root: Path, where: str, present: bool = True) -> list[tuple[Path, dict]]:
     """The files of one chunk list with their format; `present`: each is checked to exist."""
     if not isinstance(meta, dict) or not isinstance(meta.get("data"), list):
@@ -128,11 +154,12 @@ def _spec(meta: dict, root: Path, where: str, present: bool = True) -> list[tupl
 
 
 class ChunkedGraph:
-    """A graph in DGL's chunked format, read a chunk at a time. With `every_edge_file=False`
-    edge chunks are not checked to exist up front (a host of a distributed partitioning holds
-    only its share of them; a missing one fails when it is read)."""
+    """A graph in DGL's chunked format, read a chunk at a time. With `every_file=False` no
+    chunk is checked to exist up front and no data chunk is opened (a host of a distributed
+    partitioning holds only its share of them): the data arrays are then left empty and their
+    files listed in `node_data_files` and `edge_data_files` (type -> name -> [(path, format)])."""
 
-    def __init__(self, path: str | Path, every_edge_file: bool = True):
+    def __init__(self, path: str | Path, every_file: bool = True):
         path = Path(path)
         self.root = path.parent if path.is_file() else path
         meta_file = self.root / METADATA
@@ -163,24 +190,29 @@ class ChunkedGraph:
         self.edge_files: dict[tuple, list[ChunkFile]] = {}
         for c, counts in zip(self.canonical_etypes, edges):
             key = ":".join(c)
-            files = _spec(meta.get("edges", {}).get(key), self.root, f"edges of {key}", every_edge_file)
+            files = _spec(meta.get("edges", {}).get(key), self.root, f"edges of {key}", every_file)
             if len(files) != len(counts):
                 raise InputError(f"{meta_file}: edges of {key} list {len(files)} files for {len(counts)} chunk counts")
             self.edge_files[c] = [ChunkFile(p, f, int(n)) for (p, f), n in zip(files, counts)]
         self.num_edges = {c: sum(f.rows for f in fs) for c, fs in self.edge_files.items()}
-        self.node_data = {t: self._data(meta.get("node_data", {}).get(t, {}), f"node data of {t}",
-                                        self.num_nodes[t]) for t in self.ntypes}
-        self.edge_data = {c: self._data(meta.get("edge_data", {}).get(":".join(c), {}), f"edge data of {':'.join(c)}",
-                                        self.num_edges[c]) for c in self.canonical_etypes}
+        self.node_data_files = {t: self._data_files(meta.get("node_data", {}).get(t, {}), f"node data of {t}",
+                                                    every_file) for t in self.ntypes}
+        self.edge_data_files = {c: self._data_files(meta.get("edge_data", {}).get(":".join(c), {}),
+                                                    f"edge data of {':'.join(c)}", every_file)
+                                for c in self.canonical_etypes}
+        self.node_data = {t: self._data(self.node_data_files[t], f"node data of {t}", self.num_nodes[t])
+                          for t in self.ntypes} if every_file else {}
+        self.edge_data = {c: self._data(self.edge_data_files[c], f"edge data of {':'.join(c)}", self.num_edges[c])
+                          for c in self.canonical_etypes} if every_file else {}
 
-    def _data(self, arrays: dict, what: str, rows: int) -> dict[str, ChunkedArray]:
+    def _data_files(self, arrays: dict, what: str, present: bool) -> dict[str, list[tuple[Path, dict]]]:
+        return {name: _spec(spec, self.root, f"{what} {name!r}", present) for name, spec in arrays.items()}
+
+    def _data(self, files: dict[str, list], what: str, rows: int) -> dict[str, ChunkedArray]:
         out = {}
-        for name, spec in arrays.items():
-            files = _spec(spec, self.root, f"{what} {name!r}")
-            chunks = [ChunkFile(p, f, _rows(p, f)) for p, f in files]
-            out[name] = ChunkedArray(chunks, f"{what} {name!r}")
-            if len(out[name]) != rows:
-                raise InputError(f"{what} {name!r} has {len(out[name])} rows in its chunks, but the type has {rows}")
+        for name, chunk_files in files.items():
+            out[name] = ChunkedArray([ChunkFile(p, f, data_rows(p, f)) for p, f in chunk_files], f"{what} {name!r}")
+            check_data_rows(f"{what} {name!r}", len(out[name]), rows)
         return out
 
     def edge_chunks(self, etype: tuple, piece: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -222,7 +254,13 @@ def npy_file_array(path: Path, transposed_ok: bool = False) -> FileArray:
     return a
 
 
-def _rows(path: Path, fmt: dict) -> int:
+def check_data_rows(what: str, have: int, want: int) -> None:
+    """A data array's rows in its chunks against its type's count."""
+    if have != want:
+        raise InputError(f"{what} has {have} rows in its chunks, but the type has {want}")
+
+
+def data_rows(path: Path, fmt: dict) -> int:
     """Rows of a data chunk from its header where the format has one (numpy: mapped, not read)."""
     try:
         if fmt["name"] == "numpy":

@@ -1,23 +1,33 @@
 """`partition_cluster`: `partition_stream` spread over the hosts of an ip_config, for a graph in
-DGL's chunked format that every host reads at the same path (each host needs only the edge
-chunk files holding its share, `shares`; node and edge data are read where they are written).
+DGL's chunked format that every host reads at the same path. Each host needs the metadata and
+only the chunk files holding its share (`shares`): its rows of the edges and of their edge
+data, and its rows of each node type's data; this host needs only the metadata.
 
 This process (the coordinator) starts one partitioning process per host (`processes`) and
 drives them (`protocol`, `hostwork`):
-1. each host counts the degrees of its share; the coordinator adds them up a slice at a time;
-2. the assignment runs here: random, or KaMinPar/METIS on the ParHIP file this process
+1. each host reports the data chunk files it holds; the coordinator joins the reports into the
+   data layout (every chunk's rows), checks each host holds its share, and sends it back
+   (`datalayout`); what it reads of the data itself (the split masks of `--balance_train`) it
+   asks of the hosts holding them;
+2. each host counts the degrees of its share; the coordinator adds them up a slice at a time;
+3. the assignment runs here: random, or KaMinPar/METIS on the ParHIP file this process
    assembles bucket by bucket from the hosts' adjacency pieces (its per-node arrays and the
    partitioner's graph are the memory it needs; the edges stay on the hosts);
-3. the numbering (as `relabel_nodes`) is sent to every host; each host sends each edge of its
-   share to the host writing its destination's part (part p is written by host p mod H);
-4. each host writes its parts; the coordinator writes the id maps (the edge maps from the
+4. the numbering (as `relabel_nodes`) is sent to every host (new ids of all nodes: 4 bytes a
+   node on each host); each host sends each row of its share of the node data to the host
+   writing its node's part (part p is written by host p mod H), which writes it at its place,
+   then each edge of its share, with its rows of the edge data, to the host writing its
+   destination's part (`received`);
+5. each host writes its parts; the coordinator writes the id maps (the edge maps from the
    hosts' pieces) and the config, which every host then writes beside its parts, last.
-The files are those `partition_stream` writes, byte for byte for the same assignment. If
-anything fails, every host removes what it wrote and no config is written anywhere.
+No host reads data outside its share, and data rows travel a slice of a few MB at a time. The
+files are those `partition_stream` writes, byte for byte for the same assignment. If anything
+fails, every host removes what it wrote and no config is written anywhere.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -25,7 +35,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ...cluster.ip_config import parse_ip_config
-from ...data.chunked import npy_file_array
+from ...data.chunked import ChunkedGraph, npy_file_array
 from ...errors import DistGraphError, PartitionError
 from ...files import private_files
 from ...launch.ssh import SshOptions
@@ -36,8 +46,9 @@ from ..stream.adjacency import check_nodes, write_rows
 from ..stream.numbering import edge_ranges, number_nodes
 from ..stream.partwriter import EDGE_MAP, remove_files, write_node_maps
 from ..stream.source import from_chunked
-from ..stream.writer import MAX_BUCKETS, Degrees, assign, check_request, partition_config, split_weight
+from ..stream.writer import MAX_BUCKETS, Degrees, assign, check_request, data_specs, partition_config, split_weight
 from ..writer import PartitionStats
+from . import datalayout as D
 from . import protocol as P
 from .host import peak_rss
 from .processes import HostProcesses
@@ -66,9 +77,9 @@ class _Hosts:
         """The same quick operation on every host."""
         return self.call([Request(h, {"op": op, **fields}, arrays) for h in range(self.num)])
 
-    def long(self, op: str, desc: str, total: int, arrays=(), **fields) -> list:
-        """A long operation on every host at once, its progress (edges) shown while it runs."""
-        bar = tqdm(total=total, desc=desc, unit="edge", unit_scale=True, disable=not self.progress, leave=False)
+    def long(self, op: str, desc: str, total: int, arrays=(), unit: str = "edge", **fields) -> list:
+        """A long operation on every host at once, its progress (`unit`s) shown while it runs."""
+        bar = tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=not self.progress, leave=False)
         batch = self.conns.start([Request(h, {"op": op, **fields}, arrays) for h in range(self.num)], LONG_SECONDS)
         while batch.pending:
             done = self.each(P.PROGRESS)
@@ -105,9 +116,8 @@ def partition_cluster(input_path: str | Path, graph_name: str, num_parts: int, o
     machines = parse_ip_config(ip_config)
     work = Path(workspace).expanduser() if workspace else Path.cwd()
     local_in, out = (p if p.is_absolute() else work / p for p in (Path(input_path), Path(out_path)))
-    source = from_chunked(local_in, every_edge_file=False)
-    num_parts, node_names, node_meta, edge_names, edge_meta = check_request(source, graph_name, num_parts,
-                                                                            part_method)
+    source = from_chunked(local_in, every_file=False)
+    num_parts = check_request(source, graph_name, num_parts, part_method)[0]
     out.mkdir(parents=True, exist_ok=True)
     check_out(out, graph_name, overwrite)
     processes = HostProcesses(machines, str(work), ssh, encrypt)
@@ -124,29 +134,31 @@ def partition_cluster(input_path: str | Path, graph_name: str, num_parts: int, o
                 raise PartitionError(f"machine {m} reads another graph at {input_path} ({r.header['num_nodes']:,} "
                                      f"nodes, {r.header['num_edges']:,} edges) than this host; give every host the "
                                      f"same metadata.json")
-        stats = run.all(part_method, balance_train, balance_edges, seed, threads, node_names, node_meta, edge_names,
-                        edge_meta, t0)
+        run.data_layout(local_in, [r.header["data"] for r in opened])
+        stats = run.all(part_method, balance_train, balance_edges, seed, threads, t0)
         peaks = hosts.close(P.EXIT)
         if progress:
             print("peak memory per host: " + ", ".join(f"machine {m} {b / 2**20:.0f} MB" for m, b in enumerate(peaks))
                   + f"; this host (the coordinator) {peak_rss() / 2**20:.0f} MB")
         return stats
     except (PeerError, RemoteError) as exc:  # a host failed, died or was lost: one line naming it
-        _abort(hosts, run, out, source, node_names, edge_names)
+        _abort(hosts, run)
         raise PartitionError(f"distributed partitioning stopped: {exc}") from None
     except BaseException:
-        _abort(hosts, run, out, source, node_names, edge_names)
+        _abort(hosts, run)
         raise
     finally:
         processes.stop()
 
 
-def _abort(hosts, run, out: Path, source, node_names: dict, edge_names: dict) -> None:
-    """Every host removes what it wrote; so does this one (the id maps it began to write)."""
+def _abort(hosts, run) -> None:
+    """Every host removes what it wrote; so does this one: the id maps it began to write, and
+    any part's files in its output folder (which it cleared: they are this run's), so a host
+    that died sharing that folder leaves nothing either."""
     if hosts is not None:
         hosts.close(P.ABORT)
     if run is not None and run.cleared:
-        remove_files(out, [], source, node_names, edge_names)
+        remove_files(run.out, range(run.num_parts), run.source, run.node_names, run.edge_names)
 
 
 class _Run:
@@ -159,8 +171,21 @@ class _Run:
         self.bucket_edges = max(working_edges(share), -(-self.m // MAX_BUCKETS))
         self.cleared = False  # the output folders were cleared: what is in them from then on is this run's
 
-    def all(self, part_method, balance_train, balance_edges, seed, threads, node_names, node_meta, edge_names,
-            edge_meta, t0) -> PartitionStats:
+    def data_layout(self, local_in: Path, reports: list) -> None:
+        """Join the hosts' reports of the data chunks they hold, check each holds its share, send
+        them the layout, and read the data through them from here on."""
+        self.arrays = D.data_arrays(ChunkedGraph(local_in, every_file=False))
+        D.join(self.arrays, reports, {"node": self.source.ntype_offsets, "edge": self.source.etype_offsets},
+               [f"machine {a.machine_id} ({a.host})" for a in self.hosts.processes.addresses])
+        self.hosts.each(P.LAYOUT, data=D.layout(self.arrays))
+        data = {"node": {t: {} for t in self.source.ntypes},
+                "edge": {":".join(c): {} for c in self.source.canonical_etypes}}
+        for i, a in enumerate(self.arrays):
+            data[a.kind][a.key][a.name] = _HostRows(self.hosts, i, a)
+        self.source = dataclasses.replace(self.source, node_data=data["node"], edge_data=data["edge"])
+        self.node_names, self.node_meta, self.edge_names, self.edge_meta = data_specs(self.source)
+
+    def all(self, part_method, balance_train, balance_edges, seed, threads, t0) -> PartitionStats:
         deg = self.degrees()
         weights = split_weight(self.source, deg, balance_train, balance_edges)
         parts = assign(self.source, deg, self.num_parts, part_method, seed, self.out, weights, self.bucket_edges,
@@ -170,6 +195,8 @@ class _Run:
         del parts
         self.send_numbering(numbering, deg)
         del deg
+        self.hosts.long(P.NODE_DATA, "shuffle node data", sum(sum(a.rows) for a in self.arrays if a.kind == "node"),
+                        unit="row")
         counts = self.hosts.long(P.SHUFFLE, "shuffle edges", self.m)
         per_type = np.sum([r.header["per_type"] for r in counts], axis=0).astype(np.int64)
         cut = sum(int(r.header["cut"]) for r in counts)
@@ -183,8 +210,9 @@ class _Run:
         self.edge_maps(ranges)
         self.send_maps(list(node_files.values()) + [EDGE_MAP.format(":".join(c))
                                                     for c in self.source.canonical_etypes])
-        stats, text = partition_config(self.out, self.graph_name, self.source, part_method, node_meta, edge_meta,
-                                       metas, node_files, numbering.node_ranges, ranges, cut, train, t0, t_assign)
+        stats, text = partition_config(self.out, self.graph_name, self.source, part_method, self.node_meta,
+                                       self.edge_meta, metas, node_files, numbering.node_ranges, ranges, cut, train,
+                                       t0, t_assign)
         self.hosts.each(P.COMMIT, config=text)
         write_config(self.out / f"{self.graph_name}.json", text)
         return stats
@@ -261,3 +289,28 @@ class _Run:
                         f.write_at(at, r.arrays[0])
             finally:
                 f.close()
+
+
+class _HostRows:
+    """A data array as the coordinator reads it: rows asked of the hosts whose shares hold them."""
+
+    def __init__(self, hosts: _Hosts, index: int, array: D.DataArray):
+        self.hosts, self.index, self.array = hosts, index, array
+        self.dtype, self.shape = np.dtype(array.dtype), (int(sum(array.rows)), *array.shape)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        lo, hi, _ = key.indices(len(self))
+        out = np.empty((max(0, hi - lo), *self.array.shape), dtype=self.dtype)
+        step = D.rows_per_message(self.array.row_bytes)
+        for at in range(lo, hi, step):
+            end = min(hi, at + step)
+            for r in self.hosts.each(P.DATA_ROWS, array=self.index, lo=at, hi=end):
+                first, raw = P.field(r.header, "lo"), r.arrays[0]
+                count = raw.shape[0] if raw.ndim else 0
+                if count and not at <= first <= first + count <= end:
+                    raise PartitionError(f"rows {first}..{first + count} of {self.array.what} came for {at}..{end}")
+                out[first - lo:first - lo + count] = D.from_bytes(self.array, raw, count)
+        return out

@@ -1,8 +1,10 @@
 """What one host of a distributed partitioning does, operation by operation: it reads its share
 of the edge chunks (degrees; pieces of the undirected graph; the shuffle, where each edge goes
-to the host writing its destination's part), keeps the buckets of its own parts, and writes
-those parts and its pieces of the edge id maps. It holds per-node arrays of 4 to 16 bytes a
-node (new ids; degrees while they are counted) and its share of the edges, on disk."""
+to the host writing its destination's part with its rows of the edge data) and of the node
+data (each row sent to the host writing its node's part), keeps the buckets of its own parts,
+and writes those parts and its pieces of the edge id maps. It holds per-node arrays of 4 to 16
+bytes a node (new ids; degrees while they are counted), data rows a message at a time, and its
+share of the edges and their data, on disk."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ...arrays import group_keys
-from ...data.chunked import ChunkedGraph, npy_file_array
+from ...data.chunked import ChunkedGraph, RowReader, npy_file_array
 from ...errors import PartitionError
 from ...malloc import release_freed_memory
 from ...rpc.auth import Credentials
@@ -25,11 +27,13 @@ from ..stream.adjacency import ADJACENCY_COLUMNS, spread_adjacency
 from ..stream.buckets import Buckets, id_dtype
 from ..stream.numbering import EdgeRouter, edge_columns
 from ..stream.npyfile import NpyFile
-from ..stream.partwriter import EDGE_MAP, PartWriter, remove_files
+from ..stream.partwriter import EDGE_MAP, remove_files
 from ..stream.source import from_chunked
-from ..stream.writer import count_degrees, data_specs, node_flag
+from ..stream.writer import count_degrees, data_specs
+from . import datalayout as D
 from . import protocol as P
-from .shares import host_of_part, my_parts, my_segments, working_edges
+from .received import EdgeData, NodeDataFiles, ShuffledPartWriter
+from .shares import host_of_part, my_parts, my_rows, my_segments, working_edges
 
 EDGE_MAP_SCRATCH = ".edge-map-{host}.{key}.npy"  # this host's pieces of an edge id map, until the coordinator has them
 
@@ -55,7 +59,8 @@ class HostWork:
         self.machine, self.credentials, self.timeout = machine, credentials, timeout
         self.progress = 0  # edges done in the current long operation
         self.stopping = threading.Event()  # the run ends: a running operation stops at its next piece
-        self.adjacency = self.buckets = None
+        self.adjacency = self.buckets = self.node_files = self.edge_data = None
+        self.node_names, self.edge_names = {}, {}
         self.cleared = self.committed = False  # its output folder was cleared; its config was written
         self.maps: dict[str, NpyFile] = {}  # id maps being received (all of them once any was)
         self.got_maps = False
@@ -67,27 +72,70 @@ class HostWork:
         self.graph_name = P.field(h, "graph_name", str)
         self.hosts = P.addresses(P.field(h, "hosts", list))
         self.num_parts = P.field(h, "num_parts", int)
-        self.cg = ChunkedGraph(self.input, every_edge_file=False)
-        self.source = from_chunked(self.input, every_edge_file=False)
+        self.cg = ChunkedGraph(self.input, every_file=False)
+        self.source = from_chunked(self.input, every_file=False)
         self.segments = my_segments(self.cg, self.machine, len(self.hosts))
         self.parts = my_parts(self.num_parts, self.machine, len(self.hosts))
         self.piece = working_edges(sum(g.hi - g.lo for g in self.segments))
-        self.node_names, _, self.edge_names, _ = data_specs(self.source)
+        self.arrays = D.data_arrays(self.cg)
         self.out.mkdir(parents=True, exist_ok=True)
         check_out(self.out, self.graph_name, bool(h.get("overwrite")))
         return {"num_nodes": self.source.num_nodes(), "num_edges": self.source.num_edges(),
-                "share": sum(g.hi - g.lo for g in self.segments)}, []
+                "share": sum(g.hi - g.lo for g in self.segments), "data": D.report(self.arrays)}, []
 
-    def _pieces(self):
-        """(src, dst, first edge id) of this host's edge chunks, homogeneous ids, a piece at a time."""
+    def layout(self, h: dict, arrays) -> tuple[dict, list]:
+        """The node and edge data chunks' layout the coordinator joined from every host's report:
+        from here on this host reads the data of its share by it."""
+        D.apply(self.arrays, h.get("data"))
+        data = {"node": {t: {} for t in self.source.ntypes},
+                "edge": {":".join(c): {} for c in self.source.canonical_etypes}}
+        for a in self.arrays:
+            data[a.kind][a.key][a.name] = a.chunked()
+        self.source = dataclasses.replace(self.source, node_data=data["node"], edge_data=data["edge"])
+        self.node_names, _, self.edge_names, _ = data_specs(self.source)
+        return {}, []
+
+    def _my_rows(self, a: D.DataArray) -> tuple[int, int]:
+        """The rows of data array `a` this host reads."""
+        offsets = self.source.ntype_offsets if a.kind == "node" else self.source.etype_offsets
+        return my_rows(a.kind, offsets, self.machine, len(self.hosts))[a.type_index]
+
+    def _reader(self, a: D.DataArray) -> RowReader:
+        data = self.source.node_data if a.kind == "node" else self.source.edge_data
+        return RowReader(data[a.key][a.name])
+
+    def data_rows(self, h: dict, arrays) -> tuple[dict, list]:
+        """The rows [lo, hi) of a data array that are in this host's share (for the coordinator)."""
+        i, lo, hi = P.field(h, "array"), P.field(h, "lo"), P.field(h, "hi")
+        if not 0 <= i < len(self.arrays):
+            raise WireError(f"no data array {i}")
+        mine = self._my_rows(self.arrays[i])
+        lo, hi = max(lo, mine[0]), min(hi, mine[1])
+        rows = self._reader(self.arrays[i]).read(lo, hi) if hi > lo else np.zeros((0, *self.arrays[i].shape),
+                                                                                  self.arrays[i].dtype)
+        return {"lo": lo}, [D.as_bytes(rows)]
+
+    def _pieces(self, data: bool = False):
+        """(src, dst, first edge id) of this host's edge chunks, homogeneous ids, a piece at a time;
+        with `data`, (src, dst, first edge id, edge type, the piece's rows of each data array of
+        the type), pieces of at most `D.rows_per_message` rows of data."""
         noff = self.source.ntype_offsets
+        readers = {t: [self._reader(a) for a in self.edge_data.names(t)] for t in self.edge_data.types()} \
+            if data else {}
         for g in self.segments:
             bs, bd = (int(noff[self.source.ntypes.index(t)]) for t in (g.etype[0], g.etype[2]))
+            t = self.source.canonical_etypes.index(g.etype)
+            width = sum(a.row_bytes for a in self.edge_data.names(t)) if data else 0
+            piece = min(self.piece, D.rows_per_message(width)) if width else self.piece
             at = g.first + g.lo
-            for src, dst in self.cg.file_chunks(g.etype, g.index, self.piece, (g.lo, g.hi)):
+            for src, dst in self.cg.file_chunks(g.etype, g.index, piece, (g.lo, g.hi)):
                 if self.stopping.is_set():
                     raise PartitionError(f"machine {self.machine}: stopped")
-                yield src + bs, dst + bd, at
+                if data:
+                    first = at - int(self.source.etype_offsets[t])
+                    yield src + bs, dst + bd, at, t, [r.read(first, first + src.size) for r in readers.get(t, ())]
+                else:
+                    yield src + bs, dst + bd, at
                 at += src.size
                 self.progress += src.size
 
@@ -149,8 +197,48 @@ class HostWork:
         n, m = self.source.num_nodes(), self.source.num_edges()
         self.columns = edge_columns(n, m)
         self.buckets = Buckets(self.out, bounds.size - 1, self.columns, "edges")
-        part_starts = np.concatenate([self.node_ranges[:, 0, 0], [n]])
-        self.router = EdgeRouter(self.source, self.new_ids, self.bounds, self.bucket_part, part_starts)
+        self.edge_data = EdgeData(self.out, bounds.size - 1, self.arrays, self.columns["eid"],
+                                  self.source.etype_offsets)
+        self.node_files = NodeDataFiles(self.out, self.parts, self.node_ranges, self.arrays, self.node_names,
+                                        self.edge_names, len(self.source.canonical_etypes) > 1)
+        self.part_starts = np.concatenate([self.node_ranges[:, 0, 0], [n]])
+        self.router = EdgeRouter(self.source, self.new_ids, self.bounds, self.bucket_part, self.part_starts)
+        return {}, []
+
+    def node_data(self, h: dict, arrays) -> tuple[dict, list]:
+        """Send every row of this host's share of the node data to the host writing its node's
+        part, a slice at a time (a part's rows of a slice are one run of its new ids)."""
+        H = len(self.hosts)
+        conns = Connections(self.hosts, self.timeout, self.credentials, numpy_replies=True)
+        try:
+            for i, a in enumerate(self.arrays):
+                if a.kind != "node":
+                    continue
+                lo, hi = self._my_rows(a)
+                base = int(self.source.ntype_offsets[a.type_index])
+                reader, step = self._reader(a), D.rows_per_message(a.row_bytes)
+                for at in range(lo, hi, step):
+                    if self.stopping.is_set():
+                        raise PartitionError(f"machine {self.machine}: stopped")
+                    end = min(hi, at + step)
+                    rows = D.as_bytes(reader.read(at, end))
+                    new = self.new_ids[base + at:base + end]
+                    order, starts = group_keys(np.searchsorted(self.part_starts, new, side="right") - 1,
+                                               self.num_parts)
+                    conns.call([Request(host_of_part(p, H), {"op": P.NODE_ROWS, "array": i, "part": p,
+                                                             "start": int(new[order[starts[p]]])},
+                                        [rows[order[starts[p]:starts[p + 1]]]])
+                                for p in np.flatnonzero(np.diff(starts)).tolist()])
+                    self.progress += end - at
+        finally:
+            conns.close()
+        return {}, []
+
+    def node_rows(self, h: dict, arrays) -> tuple[dict, list]:
+        """Node data rows another host sends, into their part's file at their place."""
+        if len(arrays) != 1:
+            raise WireError("node rows are one array")
+        self.node_files.put(P.field(h, "array"), P.field(h, "part"), P.field(h, "start"), arrays[0])
         return {}, []
 
     def shuffle(self, h: dict, arrays) -> tuple[dict, list]:
@@ -158,11 +246,12 @@ class HostWork:
         H = len(self.hosts)
         conns = Connections(self.hosts, self.timeout, self.credentials, numpy_replies=True)
         try:
-            for src, dst, first in self._pieces():
+            for src, dst, first, etype, data in self._pieces(data=True):
                 b, cols = self.router.route(src, dst, first)
                 order, starts = group_keys(host_of_part(self.bucket_part[b], H), H)
                 grouped = [cols[k][order].astype(self.columns[k], copy=False) for k in ("dst", "src", "eid")]
-                conns.call([Request(t, {"op": P.EDGES}, [a[starts[t]:starts[t + 1]] for a in grouped])
+                grouped += [D.as_bytes(rows)[order] for rows in data]
+                conns.call([Request(t, {"op": P.EDGES, "etype": etype}, [a[starts[t]:starts[t + 1]] for a in grouped])
                             for t in range(H) if starts[t + 1] > starts[t]])
         finally:
             conns.close()
@@ -171,37 +260,43 @@ class HostWork:
         return {"per_type": self.router.per_type.tolist(), "cut": self.router.cut}, []
 
     def edges(self, h: dict, arrays) -> tuple[dict, list]:
-        """Edges another host sends (dst, src, eid), into the buckets of their destinations."""
-        if len(arrays) != 3 or len({a.size for a in arrays}) != 1:
-            raise WireError("edges are three arrays of one length: dst, src, eid")
-        dst, src, eid = arrays
-        n = self.source.num_nodes()
+        """Edges of one type another host sends (dst, src, eid, then their rows of each data array
+        of the type), into the buckets of their destinations."""
+        if len(arrays) < 3 or len({a.size for a in arrays[:3]}) != 1:
+            raise WireError("edges are three arrays of one length (dst, src, eid), then their data rows")
+        dst, src, eid = arrays[:3]
+        n, t, eoff = self.source.num_nodes(), P.field(h, "etype"), self.source.etype_offsets
+        if not 0 <= t < eoff.size - 1:
+            raise WireError(f"no edge type {t}")
         b = np.searchsorted(self.bounds, P.ids(dst, n, "destinations"), side="right") - 1
         if b.size and bool((host_of_part(self.bucket_part[b], len(self.hosts)) != self.machine).any()):
             raise WireError(f"edges sent to machine {self.machine} whose destinations it does not own")
-        self.buckets.append(b, {"dst": dst, "src": P.ids(src, n, "sources"),
-                                "eid": P.ids(eid, self.source.num_edges(), "edge ids")})
+        P.ids(src, n, "sources")
+        P.ids(eid - int(eoff[t]), int(eoff[t + 1] - eoff[t]), f"edge ids of type {t}")
+        self.edge_data.append(t, b, eid, list(arrays[3:]))
+        self.buckets.append(b, {"dst": dst, "src": src, "eid": eid})
         return {}, []
 
     def write(self, h: dict, arrays) -> tuple[dict, list]:
         """Write this host's parts (`arrays`: the edge id ranges of every part and type)."""
         (ranges,) = arrays
         self.buckets.finish()
-        writer = PartWriter(self.source, self.out, self.buckets, self.bounds, self.bucket_part, self.node_ranges,
-                            ranges.astype(np.int64).reshape(self.num_parts, -1, 2), self.new2old, self.node_names,
-                            self.edge_names, EDGE_MAP_SCRATCH.format(host=self.machine, key="{}"))
-        metas, train = [], []
-        flag = node_flag(self.source, "train_mask")
+        self.edge_data.finish()
+        self.node_files.close()
+        writer = ShuffledPartWriter(self.source, self.out, self.buckets, self.bounds, self.bucket_part,
+                                    self.node_ranges, ranges.astype(np.int64).reshape(self.num_parts, -1, 2),
+                                    self.new2old, self.node_names, self.edge_names,
+                                    EDGE_MAP_SCRATCH.format(host=self.machine, key="{}"), edge_data=self.edge_data)
+        metas = []
         for p in self.parts:
             if self.stopping.is_set():
                 raise PartitionError(f"machine {self.machine}: stopped")
             metas.append(writer.part(p, self.out_degree[p]).json())
-            lo, hi = int(self.node_ranges[p, 0, 0]), int(self.node_ranges[p, -1, 1])
-            train.append(int(flag[self.new2old[lo:hi]].sum()))
             self.progress += metas[-1]["num_inner_edges"]
         writer.close()
         self.buckets.close()
-        return {"metas": metas, "train": train}, []
+        self.edge_data.close()
+        return {"metas": metas, "train": [self.node_files.train[p] for p in self.parts]}, []
 
     def edge_map_rows(self, h: dict, arrays) -> tuple[dict, list]:
         key, start, count = P.field(h, "key", str), P.field(h, "start"), P.field(h, "count")
@@ -244,7 +339,7 @@ class HostWork:
 
     def cleanup(self) -> None:
         """Remove scratch, and the partition files this run wrote unless the config that lists them was written."""
-        for b in (self.adjacency, self.buckets):
+        for b in (self.adjacency, self.buckets, self.edge_data, self.node_files):
             if b is not None:
                 b.close()
         if self.out is None or not hasattr(self, "source"):

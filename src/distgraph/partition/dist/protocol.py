@@ -1,8 +1,9 @@
 """The messages of a distributed partitioning. The coordinator (`distgraph partition
---ip_config`) sends each host's process operations; hosts send each other edges. All of them
-travel as the project's wire format (`rpc.wire`: a msgpack header, raw array frames with
-checked dtypes and shapes) over its authenticated transport (`rpc.transport`, `rpc.auth`):
-no pickle, and only peers that prove the job's secret are heard.
+--ip_config`) sends each host's process operations; hosts send each other node data rows and
+edges with their edge data rows (data rows as bytes, read by the dtype of the data layout
+every host has). All of them travel as the project's wire format (`rpc.wire`: a msgpack
+header, raw array frames with checked dtypes and shapes) over its authenticated transport
+(`rpc.transport`, `rpc.auth`): no pickle, and only peers that prove the job's secret are heard.
 
 Requests carry `op` and its fields; replies `ok` (and the op's values), or `ok: False`
 with `error`, one line naming the host.
@@ -19,13 +20,14 @@ from ...rpc.wire import WireError
 from ..layout import COUNTS, PartMeta
 
 # coordinator -> host
-OPEN, DEGREES, DEGREE_ROWS, ADJACENCY, ADJACENCY_BUCKET, OLD2NEW, CLEAR, PLAN, SHUFFLE, WRITE = (
-    "open", "degrees", "degree_rows", "adjacency", "adjacency_bucket", "old2new", "clear", "plan", "shuffle", "write")
-EDGE_MAP_ROWS, MAP_ROWS, COMMIT, ABORT, PROGRESS, EXIT = (
-    "edge_map_rows", "map_rows", "commit", "abort", "progress", "exit")
+OPEN, LAYOUT, DATA_ROWS, DEGREES, DEGREE_ROWS, ADJACENCY, ADJACENCY_BUCKET, OLD2NEW, CLEAR, PLAN = (
+    "open", "layout", "data_rows", "degrees", "degree_rows", "adjacency", "adjacency_bucket", "old2new", "clear",
+    "plan")
+NODE_DATA, SHUFFLE, WRITE, EDGE_MAP_ROWS, MAP_ROWS, COMMIT, ABORT, PROGRESS, EXIT = (
+    "node_data", "shuffle", "write", "edge_map_rows", "map_rows", "commit", "abort", "progress", "exit")
 # host -> host
-EDGES = "edges"
-BACKGROUND = (DEGREES, ADJACENCY, SHUFFLE, WRITE)  # long: run aside while the host keeps receiving
+NODE_ROWS, EDGES = "node_rows", "edges"
+BACKGROUND = (DEGREES, ADJACENCY, NODE_DATA, SHUFFLE, WRITE)  # long: run aside while the host keeps receiving
 
 
 @dataclass(frozen=True)

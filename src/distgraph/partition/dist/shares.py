@@ -1,7 +1,10 @@
-"""Who does what in a distributed partitioning of H hosts: host h reads the edges
-[h E / H, (h + 1) E / H) of the E edges in the metadata's order (only the chunk files holding
-them need to be on it) and writes the parts h, h + H, ...; it works in pieces and buckets of a
-twentieth of its share of the edges."""
+"""Who does what in a distributed partitioning of H hosts. One rule splits what is read: host h
+reads rows [h N / H, (h + 1) N / H) of N (`share_of`), applied to
+- the E edges in the metadata's order (homogeneous edge ids): its edge chunk pieces, and the
+  same rows of each edge type's data, which travel with the edges;
+- each node type's ids, for that type's node data.
+Only the chunk files holding its share need to be on a host. Host h writes the parts h, h + H,
+...; it works in pieces and buckets of a twentieth of its share of the edges."""
 
 from __future__ import annotations
 
@@ -24,10 +27,14 @@ class Segment:
     hi: int
 
 
+def share_of(total: int, host: int, num_hosts: int) -> tuple[int, int]:
+    """The rows [lo, hi) of `total` that host `host` reads."""
+    return total * host // num_hosts, total * (host + 1) // num_hosts
+
+
 def my_segments(cg, host: int, num_hosts: int) -> list[Segment]:
     """The pieces of the chunk files of a `ChunkedGraph` that hold host `host`'s share of the edges."""
-    total = sum(cg.num_edges.values())
-    start, end = total * host // num_hosts, total * (host + 1) // num_hosts
+    start, end = share_of(sum(cg.num_edges.values()), host, num_hosts)
     found, first = [], 0
     for c in cg.canonical_etypes:
         for i, f in enumerate(cg.edge_files[c]):
@@ -36,6 +43,18 @@ def my_segments(cg, host: int, num_hosts: int) -> list[Segment]:
                 found.append(Segment(c, i, first, lo, hi))
             first += f.rows
     return found
+
+
+def my_rows(kind: str, offsets: np.ndarray, host: int, num_hosts: int) -> list[tuple[int, int]]:
+    """Per type, the type's ids [lo, hi) whose data host `host` reads: `kind` "node" (each type
+    split on its own) or "edge" (the rows of its share of the edges); `offsets` the types'
+    homogeneous id ranges (T + 1)."""
+    counts = np.diff(np.asarray(offsets, dtype=np.int64))
+    if kind == "node":
+        return [share_of(int(n), host, num_hosts) for n in counts]
+    start, end = share_of(int(offsets[-1]), host, num_hosts)
+    return [(min(max(start - int(o), 0), int(n)), min(max(end - int(o), 0), int(n)))
+            for o, n in zip(offsets[:-1], counts)]
 
 
 def host_of_part(part, num_hosts: int):

@@ -55,7 +55,8 @@ class PartWriter:
     """Writes partitions from the edge buckets (`Buckets` of dst, src, eid in new ids, each
     bucket inside one part). `new2old` is indexed only by slices inside a part this writer
     writes; the edge id maps go to `edge_map` (a path pattern under `out`) at their place in
-    the whole map, so several writers' pieces make the one file."""
+    the whole map, so several writers' pieces make the one file. Node and edge data are read
+    from `source` by original id (`node_data`, `edge_rows`: a subclass may take them elsewhere)."""
 
     def __init__(self, source: StreamSource, out: Path, buckets, bounds: np.ndarray, bucket_part: np.ndarray,
                  node_ranges: np.ndarray, edge_ranges: np.ndarray, new2old, node_names: dict, edge_names: dict,
@@ -130,7 +131,7 @@ class PartWriter:
                 orig = eid[block] - int(src_eoff[t])
                 self.edge_maps[self.keys[t]].write_at(int(self.type_at[p, t] + done[t]), orig)
                 for name, f in edge_data[self.keys[t]].items():
-                    f.write_at(int(done[t]), np.asarray(self.source.edge_data[self.keys[t]][name][orig]))
+                    f.write_at(int(done[t]), self.edge_rows(b, t, name, orig))
                 done[t] += z - a
             csc.add(starts, local_src[order], new_eid[order] if R > 1 else None)
         csc.finish(halo.size)
@@ -138,12 +139,20 @@ class PartWriter:
             for f in fs.values():
                 f.close()
         self.local[halo] = -1
+        self.node_data(p, files)
+        return PartMeta(p, n_inner, n_local, e_hi - e_lo, e_hi - e_lo, files)
+
+    def edge_rows(self, bucket: int, etype: int, name: str, orig: np.ndarray) -> np.ndarray:
+        """Rows `orig` (original ids of type `etype`, edges of bucket `bucket`) of edge data `name`."""
+        return np.asarray(self.source.edge_data[self.keys[etype]][name][orig])
+
+    def node_data(self, p: int, files: dict) -> None:
+        """Part `p`'s node data files: the rows of its inner nodes, in new id order."""
         for i, t in enumerate(self.source.ntypes):
             start, end = self.node_ranges[p, i]
             rows = self.new2old[start:end] - int(self.source.ntype_offsets[i])
             for name in self.node_names.get(t, ()):
                 save_rows(self.out / files["node_data"][t][name], rows, self.source.node_data[t][name])
-        return PartMeta(p, n_inner, n_local, e_hi - e_lo, e_hi - e_lo, files)
 
     def close(self) -> None:
         """Finish the edge id map files (at their full size)."""

@@ -137,12 +137,13 @@ class _ChunkPairs:
         return self.cg.num_edges[c]
 
 
-def from_chunked(path: str | Path, every_edge_file: bool = True) -> StreamSource:
+def from_chunked(path: str | Path, every_file: bool = True) -> StreamSource:
     """The streaming view of a graph in DGL's chunked format (a folder or its metadata.json);
-    `every_edge_file=False` for a host that holds only its share of the edge chunks."""
+    `every_file=False` where only a share of the chunks is at hand (a host of a distributed
+    partitioning): no chunk is opened, and the data are left for the caller to attach."""
     from ...data.chunked import ChunkedGraph
 
-    cg = ChunkedGraph(path, every_edge_file)
+    cg = ChunkedGraph(path, every_file)
     return _typed_source(cg.graph_name, cg.num_nodes, cg.canonical_etypes, _ChunkPairs(cg), cg.node_data,
                          cg.edge_data)
 
