@@ -268,6 +268,7 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep each tier's files")
     ap.add_argument("--steps", type=int, default=200, help="batches sampled, then GraphSAGE steps, per trainer")
     ap.add_argument("--skip_training", action="store_true")
+    ap.add_argument("--reuse_input", action="store_true", help="partition the graph an earlier --keep run generated")
     ap.add_argument("--features_on_disk", action="store_true", help="train with `launch --features_on_disk`")
     ap.add_argument("--train_only", action="store_true", help="train on partitions an earlier --keep run left")
     ap.add_argument("--peer_python", help="DGL 2.1.0's interpreter (../shared/peers/dgl/install.sh)")
@@ -301,19 +302,25 @@ def partition_tier(cli: list[str], work: Path, tier: str, edges: int, args: argp
     be on disk together), partition it as a user would, and measure METIS where asked; False if
     the disk cannot hold the tier."""
     nodes = edges // 10
-    need = edges * 16 * 3 + nodes * 64
+    root = work / tier
+    reuse = args.reuse_input and (root / "graph" / "metadata.json").is_file()
+    if reuse:
+        for old in root.iterdir():  # everything but the tier's generated graph
+            if old.name != "graph":
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
+    need = edges * 16 * 3 + nodes * 64 - (du(root / "graph") if reuse else 0)
     free = shutil.disk_usage(work).free
     if need > free:
         report(f"tier_{tier}_skipped", f"needs about {need / 2**30:.0f} GiB of disk, {free / 2**30:.0f} free")
         return False
-    root = work / tier
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir()
-    t0 = time.perf_counter()
-    subprocess.run([*cli, "generate", "sbm", "--num_nodes", str(nodes), "--num_edges", str(edges),
-                    "--num_classes", "172", "--degree_exponent", "2.1", "--max_weight", "1000", "--feat_dim", "16",
-                    "--out", str(root / "graph")], check=True, capture_output=True)
-    report(f"tier_{tier}_generate_seconds", time.perf_counter() - t0)
+    if not reuse:
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir()
+        t0 = time.perf_counter()
+        subprocess.run([*cli, "generate", "sbm", "--num_nodes", str(nodes), "--num_edges", str(edges),
+                        "--num_classes", "172", "--degree_exponent", "2.1", "--max_weight", "1000",
+                        "--feat_dim", "16", "--out", str(root / "graph")], check=True, capture_output=True)
+        report(f"tier_{tier}_generate_seconds", time.perf_counter() - t0)
     report(f"tier_{tier}_input_bytes", du(root / "graph"))
     if args.peer_python and edges <= count(args.peer_up_to):
         npz = peer_npz(root / "graph", root / "peer.npz")
