@@ -187,6 +187,7 @@ def train(parts: Path, tier: str, machines: int, steps: int, workdir: Path, on_d
     warm = sum(float(r["warm_seeds"]) / float(r["warm_seconds"]) for r in rows)
     report(f"tier_{tier}_sampled_seeds_per_s_total_warm", warm)
     report(f"tier_{tier}_warm_major_faults_total", sum(int(r["warm_majflt"]) for r in rows))
+    report(f"tier_{tier}_warm_minor_faults_total", sum(int(r["warm_minflt"]) for r in rows))
     report(f"tier_{tier}_step_seconds_max", max(float(r["train_seconds"]) / float(r["steps"]) for r in rows))
     report(f"tier_{tier}_final_loss", float(rows[0]["loss"]))
     servers = [v for v in memory.peak.values() if "server" in v[0] or "serve" in v[0]]

@@ -52,13 +52,15 @@ def main() -> None:
             if steps == args.steps:
                 break
     train_seconds = time.perf_counter() - start
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+    before = resource.getrusage(resource.RUSAGE_SELF)
     warm_seeds, _, _, warm_seconds = time_loader(loader, args.steps)
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_majflt - faults  # pages read from disk while warm
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    faults = after.ru_majflt - before.ru_majflt  # pages read from disk while warm
+    mapped = after.ru_minflt - before.ru_minflt  # pages in the page cache, mapped on first touch
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(f"RESULT rank={tdist.get_rank()} ready={ready:.3f} seeds={seeds} edges={edges} "
           f"sample_seconds={sample_seconds:.3f} steps={steps} train_seconds={train_seconds:.3f} "
-          f"warm_seeds={warm_seeds} warm_seconds={warm_seconds:.3f} warm_majflt={faults} loss={loss.item():.4f} peak_rss={peak}", flush=True)
+          f"warm_seeds={warm_seeds} warm_seconds={warm_seconds:.3f} warm_majflt={faults} warm_minflt={mapped} loss={loss.item():.4f} peak_rss={peak}", flush=True)
     dg.barrier()
     tdist.destroy_process_group()
 
