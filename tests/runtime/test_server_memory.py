@@ -51,8 +51,10 @@ def test_private_memory_is_bounded_by_the_replies_in_flight(parts, tmp_path):
         # the first pulls grow the heap by what is in flight at once (a gathered reply per client,
         # received requests, ZeroMQ's buffers): bounded by a few replies per client, not by the pulls
         assert after_first - warm <= 16 + 4 * in_flight, anon
-        # as many pulls again add nothing: no per-pull or per-connection growth
-        assert after_second - after_first <= 8, anon
+        # as many pulls again add nothing per pull or per connection: at most a new high-water
+        # mark of replies in flight at once (under load a client can have two; a per-pull leak of
+        # even a tenth of a reply would add 75 MB here)
+        assert after_second - after_first <= 2 * in_flight, anon
     finally:
         for p in procs:
             if p.poll() is None:
