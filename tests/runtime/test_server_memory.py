@@ -53,7 +53,7 @@ def test_private_memory_is_bounded_by_the_replies_in_flight(parts, tmp_path):
         assert after_first - warm <= 16 + 4 * in_flight, anon
         # as many pulls again add nothing per pull or per connection: at most a new high-water
         # mark of replies in flight at once (under load a client can have two; a per-pull leak of
-        # even a tenth of a reply would add 75 MB here)
+        # even a tenth of a reply would add 146 MB here)
         assert after_second - after_first <= 2 * in_flight, anon
     finally:
         for p in procs:
