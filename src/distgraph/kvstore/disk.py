@@ -14,9 +14,9 @@ import os
 import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
 
+from ..data.chunked import npy_file_array
 from ..errors import InputError
 from ..rpc.wire import WireError, dtype_name, nbytes
 from .shm import SharedMemoryError, TensorMeta, tensor_view
@@ -35,23 +35,17 @@ def npy_offset(path: Path, dtype: torch.dtype, shape: tuple[int, ...]) -> int:
     """Byte offset of the rows in .npy file `path`, after checking its header (read alone)
     says `dtype`, `shape` and C order (`attach_file` checks the file holds every row)."""
     try:
-        with open(path, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                      else np.lib.format.read_array_header_2_0)(f)
-            offset = f.tell()
+        found = npy_file_array(path)  # Fortran order and Python objects refused there
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot map partition file {path}: {exc}; copy it again or re-partition") from None
-    found_shape, fortran, found_dtype = header
     try:
-        same = dtype_name(found_dtype) == dtype_name(dtype)
+        same = dtype_name(found.dtype) == dtype_name(dtype)
     except WireError:
         same = False
-    if not same or tuple(found_shape) != tuple(shape) or (fortran and len(shape) > 1):
-        raise InputError(f"partition file {path} holds {found_dtype} {list(found_shape)}"
-                         f"{' (Fortran order)' if fortran else ''}, expected {dtype} {list(shape)} in C order; "
-                         f"re-partition")
-    return offset
+    if not same or found.shape != tuple(shape):
+        raise InputError(f"partition file {path} holds {found.dtype} {list(found.shape)}, expected {dtype} "
+                         f"{list(shape)} in C order; re-partition")
+    return found.offset
 
 
 def attach_file(meta: TensorMeta) -> torch.Tensor:
