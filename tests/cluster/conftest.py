@@ -33,5 +33,5 @@ def source(tmp_path_factory, bed):
     root = tmp_path_factory.mktemp("source")
     g = generate_sbm(6000, 60000, num_classes=4, feat_dim=16, seed=3)
     partition_graph(g, "g", HOSTS, root / "parts", part_method="metis", balance_ntypes=None)
-    (root / "ip_config.txt").write_text("".join(f"{h.ip} 30050\n" for h in bed.hosts))
+    (root / "ip_config.txt").write_text("".join(f"{h.ip} {bed.port}\n" for h in bed.hosts))
     return root

@@ -27,7 +27,6 @@ from distgraph.partition.layout import PartitionConfig
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.skipif(why_not() is not None, reason=str(why_not()))]
 CAP = 110 << 20  # per host: the single-host streaming path needs 130-150 MB on this graph, a host under 100
-PORT = 30070  # inside the hosts' own network namespaces
 
 
 def _partition(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
@@ -64,7 +63,7 @@ def job(bed):
 
 def test_capped_hosts_partition_what_one_host_cannot_under_the_cap(bed, job, tmp_path):
     here = Path(WORKSPACE) / job
-    (tmp_path / "ip_config.txt").write_text("".join(f"{host.ip} {PORT}\n" for host in bed.hosts))
+    (tmp_path / "ip_config.txt").write_text("".join(f"{host.ip} {bed.port}\n" for host in bed.hosts))
     single, _ = run_capped([sys.executable, "-m", "distgraph.cli.main", "partition", "--input", "g",
                                       "--graph_name", "g", "--num_parts", "3", "--part_method", "random", "--seed",
                                       "7", "--out", str(tmp_path / "capped"), "--memory_budget", "0.001"], CAP,
@@ -108,7 +107,7 @@ def test_capped_hosts_partition_what_one_host_cannot_under_the_cap(bed, job, tmp
 
 def test_an_unreachable_host_stops_the_command_with_one_line(bed, job, tmp_path):
     here = Path(WORKSPACE) / job
-    lines = [f"{host.ip} {PORT}" for host in bed.hosts[:2]] + [f"10.213.{bed.net}.99 {PORT}"]  # no such host
+    lines = [f"{host.ip} {bed.port}" for host in bed.hosts[:2]] + [f"10.213.{bed.net}.99 {bed.port}"]  # no such host
     (tmp_path / "ip_config.txt").write_text("\n".join(lines) + "\n")
     done = _partition("--input", "g", "--out", "out2", "--ip_config", str(tmp_path / "ip_config.txt"),
                       "--workspace", str(here), "--ssh_config", str(bed.ssh_config), cwd=here)

@@ -151,7 +151,7 @@ def test_graphsage_trains_on_three_hosts_over_ssh(bed, launches):
     accuracy = re.search(r"\[0/trainer/0\] best val acc [\d.]+ at epoch \d+; test acc ([\d.]+)", job.output)
     assert accuracy and float(accuracy.group(1)) > 0.5, job.output[-3000:]
     for i, h in enumerate(bed.hosts):  # every host ran its machine's server and trainer
-        assert f"[{i}/server/0] distgraph server 0 of machine {i} at {h.ip}:30050: serving" in job.output
+        assert f"[{i}/server/0] distgraph server 0 of machine {i} at {h.ip}:{bed.port}: serving" in job.output
         assert f"[{i}/trainer/{i}]" in job.output or i != 0
     job.nothing_left()
 
@@ -250,7 +250,7 @@ def test_a_peer_without_the_job_secret_is_refused_and_no_secret_is_on_a_command_
     sock = zmq.Context.instance().socket(zmq.DEALER)  # from this machine, outside the job
     sock.linger = 0
     monitor = sock.get_monitor_socket()
-    sock.connect(f"tcp://{target.ip}:30050")
+    sock.connect(f"tcp://{target.ip}:{bed.port}")
     sock.send_multipart([b'\x82\xa2op\xa4ping\xa3rid\x01'])
     assert not sock.poll(3000)  # no operation, not even a ping
     events = []
@@ -276,8 +276,8 @@ def test_a_peer_without_the_job_secret_is_refused_and_no_secret_is_on_a_command_
                 continue
     for h in bed.hosts:  # servers listen on their ip_config address only (the host's other one is loopback)
         ss = subprocess.run(["ip", "netns", "exec", h.name, "ss", "-Hltnp"], capture_output=True, text=True).stdout
-        servers = [line.split()[3] for line in ss.splitlines() if ":30050" in line.split()[3]]
-        assert servers == [f"{h.ip}:30050"], ss
+        servers = [line.split()[3] for line in ss.splitlines() if f":{bed.port}" in line.split()[3]]
+        assert servers == [f"{h.ip}:{bed.port}"], ss
 
 
 def test_distributed_kge_on_three_hosts_and_a_killed_trainer(bed, tmp_path):
@@ -290,7 +290,7 @@ def test_distributed_kge_on_three_hosts_and_a_killed_trainer(bed, tmp_path):
     data = ["--dataset", "planted", "--format", "raw_udd_hrt", "--data_files", *files]
     part = _cli("kge", "partition", *data, "--data_path", str(tmp_path), "-k", "3", cwd=tmp_path)
     assert part.returncode == 0, part.stderr
-    (tmp_path / "ip_config.txt").write_text("".join(f"{h.ip} 30050 1\n" for h in bed.hosts))
+    (tmp_path / "ip_config.txt").write_text("".join(f"{h.ip} {bed.port} 1\n" for h in bed.hosts))
     copied = _cli("copy", "--ip_config", "ip_config.txt", "--workspace", WORKSPACE, "--rel_data_path",
                   "planted/partitions", "--part_config", "planted/partitions/planted.json", "--ssh_config",
                   str(bed.ssh_config), cwd=tmp_path)
@@ -336,7 +336,7 @@ def test_a_handshake_captured_on_the_wire_opens_no_other_server(bed, launches):
     tcpdump would, replayed byte for byte from outside the job: to machine 2's server and to
     machine 1's again. Both refuse the handshake; not a single request is answered."""
     client, target, other = bed.hosts
-    capture = Capture(bed.veth(client), 30050)
+    capture = Capture(bed.veth(client), bed.port)
     try:
         job = launches(f"{TRAIN} --num_epochs 1000")
         job.wait_for("epoch 0:")
@@ -346,7 +346,7 @@ def test_a_handshake_captured_on_the_wire_opens_no_other_server(bed, launches):
                 if src == client.ip and dst == target.ip and b"PLAIN" in data and b"INITIATE" in data]
     assert recorded, sorted(streams)
     for host in (other, target):  # another server of the job; the same server, later
-        got = replay(recorded[0], (host.ip, 30050))
+        got = replay(recorded[0], (host.ip, bed.port))
         assert got.endswith(ZAP_REFUSAL), (host.ip, got[-60:])
     job.proc.kill()
     job.nothing_left()

@@ -169,7 +169,7 @@ def test_torchrun_trainers_initialize_against_distgraph_serve(bed, copied, tmp_p
     assert codes == [0, 0, 0], "\n".join(o[-2000:] for o in outputs)
     assert re.search(r"best val acc [\d.]+ at epoch \d+; test acc ([\d.]+)", outputs[0]), outputs[0][-3000:]
     for i, (h, out) in enumerate(zip(bed.hosts, outputs)):
-        assert f"[{i}/server/0] distgraph server 0 of machine {i} at {h.ip}:30050: serving" in out, out[-2000:]
+        assert f"[{i}/server/0] distgraph server 0 of machine {i} at {h.ip}:{bed.port}: serving" in out, out[-2000:]
         assert "stopping" not in out, out[-2000:]  # every server left after the trainers' goodbyes
     assert secret not in "".join(outputs)
     deadline = time.monotonic() + 30

@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -36,6 +37,16 @@ def available() -> str | None:
 
 def _run(*argv: str) -> None:
     subprocess.run(argv, check=True, capture_output=True)
+
+
+_BIND = "import socket, sys; s = socket.socket(); s.bind((sys.argv[1], int(sys.argv[2]))); print(s.getsockname()[1])"
+
+
+def _probe(host: "Host", port: int) -> int:
+    """`port` if it is free on `host` (0: any the OS gives), else -1; asked inside its namespace."""
+    done = subprocess.run(["ip", "netns", "exec", host.name, sys.executable, "-c", _BIND, host.ip, str(port)],
+                          capture_output=True, text=True)
+    return int(done.stdout) if done.returncode == 0 else -1
 
 
 @dataclass
@@ -120,6 +131,15 @@ class TestBed(Started):
                 if time.monotonic() > deadline or h.sshd.poll() is not None:
                     raise RuntimeError(f"sshd of test host {h.ip} did not start: {(h.root / 'sshd.log').read_text()}")
                 time.sleep(0.1)
+        self.port = self._free_port()  # the jobs' first port on every host
+
+    def _free_port(self) -> int:
+        """A TCP port the OS gives on host 0's address inside its namespace, checked free on every
+        host (each namespace is fresh, so the first one almost always is)."""
+        while True:
+            port = _probe(self.hosts[0], 0)
+            if all(_probe(h, port) == port for h in self.hosts[1:]):
+                return port
 
     def veth(self, host: Host) -> str:
         return f"{self.tag}v{self.hosts.index(host)}"
