@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..files import check_space
-from .file_array import FileArray
+from .file_array import FileArray, read_npy_header
 
 METADATA = "metadata.json"
 FORMATS = ("csv", "numpy", "parquet")
@@ -242,10 +242,7 @@ def npy_file_array(path: Path, transposed_ok: bool = False) -> FileArray:
     """A `.npy` file as a `FileArray` (its header read, its data left in the file). A Fortran-order
     array is taken only with `transposed_ok`, as the C-order array of its transpose."""
     with open(path, "rb") as f:
-        version = np.lib.format.read_magic(f)
-        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = read_header(f)
-        offset = f.tell()
+        shape, fortran, dtype, offset = read_npy_header(f)
     if dtype.hasobject or (fortran and not transposed_ok) or not dtype.isnative:
         raise ValueError(f"{dtype} {'Fortran-order ' if fortran else ''}arrays are not read here; save C-order "
                          f"native numbers")

@@ -13,6 +13,14 @@ import numpy as np
 WINDOW_BYTES = 64 << 20  # what one read of `take` brings in at most
 
 
+def read_npy_header(f) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """(shape, Fortran order, dtype, the data's offset in `f`) of the .npy header at `f`'s position."""
+    version = np.lib.format.read_magic(f)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran, dtype = read_header(f)
+    return shape, fortran, dtype, f.tell()
+
+
 class FileArray:
     """`shape` rows of `dtype` stored from byte `offset` of `path`."""
 

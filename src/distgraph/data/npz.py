@@ -21,7 +21,7 @@ import numpy as np
 
 from ..array_graph import DEFAULT_ETYPE, DEFAULT_NTYPE, ArrayGraph, graph_class
 from ..errors import InputError
-from .file_array import FileArray
+from .file_array import FileArray, read_npy_header
 
 TEXT_ARRAYS = ("ntypes", "canonical_etypes", "node_names")
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip member, or an empty zip
@@ -79,10 +79,7 @@ class _NpzArrays:
             name_len, extra_len = struct.unpack("<HH", local[26:30])
             start = info.header_offset + 30 + name_len + extra_len
             f.seek(start)
-            version = np.lib.format.read_magic(f)
-            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, fortran, dtype = read_header(f)
-            data_offset = f.tell()
+            shape, fortran, dtype, data_offset = read_npy_header(f)
         if dtype.hasobject:
             raise InputError(f"{self.path}: array {key!r} holds Python objects, which need pickle; distgraph never "
                              f"loads pickles: store numbers, or unicode strings for names")
