@@ -10,6 +10,9 @@ though all hosts share this machine's cores), each against its limit in the same
   on host 0 moving the same bytes to and from a bare server on host 1 with the job's
   authentication (the ids out and a ready 5 MB buffer back; the ids and rows out, stored by
   an index_copy_ or stepped by the same Adagrad row kernel, and an acknowledgement back).
+  The pull is also measured against the bare server gathering those rows of a table of the
+  same size with our row kernel before sending them (`pull_gathered`): the essential work of
+  a pull, as the push limits store or step their rows.
   The trainer alternates limit and ours, `--rounds` times; medians.
 - `sampling`: 2 machines on 2 hosts, each trainer's [10, 25] loader (sampling only), against
   the same seed batches sampled in one process on the same partition (the limit,
@@ -57,9 +60,10 @@ def _credentials(mechanism: str):
 
 
 def echo(port: int, mechanism: str, host: str, table_rows: int) -> None:
-    """On host 1: a bare server. `pull` gets a ready 10k-row buffer back; `push` stores the rows
-    (an index_copy_) and `push_adagrad` applies the Adagrad row kernel our servers use, each
-    answered with an acknowledgement."""
+    """On host 1: a bare server. `pull` gets a ready 10k-row buffer back, `pull_gathered` the
+    rows `ids` of a table gathered by our row kernel; `push` stores the rows (an index_copy_)
+    and `push_adagrad` applies the Adagrad row kernel our servers use, each answered with an
+    acknowledgement."""
     import torch
     import zmq
 
@@ -76,11 +80,16 @@ def echo(port: int, mechanism: str, host: str, table_rows: int) -> None:
         creds.server(sock, "echo")
     sock.bind(f"tcp://{host}:{port}")
     rows = torch.randn(IDS, DIM).numpy()
-    table, state = torch.zeros(table_rows, DIM), torch.zeros(table_rows, DIM)  # where pushed rows land
+    # where pushed rows land and gathered ones come from (written: untouched pages would all read one zero page)
+    table, state = torch.randn(table_rows, DIM), torch.zeros(table_rows, DIM)
     while True:
         ident, op, *arrays = sock.recv_multipart(copy=False)
         if op.bytes == b"stop":
             break
+        if op.bytes == b"pull_gathered":
+            ids = torch.frombuffer(arrays[0].buffer, dtype=torch.int64)
+            sock.send_multipart([ident, kernels.gather_rows(table, ids).numpy()], copy=False)
+            continue
         if op.bytes != b"pull":  # the rows arrive where they belong: stored, or one Adagrad step
             ids = torch.frombuffer(arrays[0].buffer, dtype=torch.int64)
             grads = torch.frombuffer(arrays[1].buffer, dtype=torch.float32).view(-1, DIM)
@@ -113,9 +122,9 @@ class BareClient:
         if not self.sock.poll(60_000):
             raise RuntimeError("the bare server did not answer")
 
-    def pull(self, ids) -> None:
-        """The ids out, 10k rows back into a buffer."""
-        self.sock.send_multipart([b"pull", ids.numpy()], copy=False)
+    def pull(self, ids, op: bytes = b"pull") -> None:
+        """The ids out, 10k rows back into a buffer (`pull_gathered`: rows `ids` of the server's table)."""
+        self.sock.send_multipart([op, ids.numpy()], copy=False)
         self._wait()
         self.sock.recv_into(self.dest.numpy())
 
@@ -162,6 +171,7 @@ def pull_trainer(args: argparse.Namespace) -> None:
         bare = BareClient(args.echo, "plain")
         figures = {
             "pull": (lambda: t[ids], lambda: bare.pull(ids)),
+            "pull_gathered": (lambda: t[ids], lambda: bare.pull(ids - lo, b"pull_gathered")),
             "push": (lambda: t.push_rows(unique, grads), lambda: bare.push(unique - lo, grads)),
             "push_adagrad": (lambda: (t.push_rows(unique, grads, adagrad), ctx.client.flush()),
                              lambda: bare.push(unique - lo, grads, b"push_adagrad")),

@@ -327,28 +327,36 @@ class KVClient:
                     plans.append(_PullPlan(h, out, None, [], [(only, None, ids - h.bounds[only])] if ids.numel()
                                            else []))
                 else:
-                    plans.append(self._plan_pull(h, ids, out, reqs))
+                    plans.append(self._plan_pull(h, ids, mn, mx, out, reqs))
             batch, skip = self._start(reqs) if reqs or self._outbox else (None, 0)
             return PendingPull(self, plans, batch, skip)
 
-    def _plan_pull(self, h: TensorHandle, ids: torch.Tensor, out: torch.Tensor, reqs: list[Request]) -> "_PullPlan":
+    def _plan_pull(self, h: TensorHandle, ids: torch.Tensor, mn: int, mx: int, out: torch.Tensor,
+                   reqs: list[Request]) -> "_PullPlan":
         """Append the requests of a pull to `reqs`; the plan copies mapped rows straight to their
-        places and scatters the replies. Only the ids that travel are grouped by slot."""
-        slot = slot_of(h.slots, ids)
-        machine = self._slot_machines.index_select(0, slot)
-        mapped = []
-        for m in h.shm:
-            at = torch.nonzero(machine == m).flatten()
-            if at.numel():
-                mapped.append((m, at, ids.index_select(0, at) - h.bounds[m]))
-        far = None  # positions of the ids that travel (None: all of them)
-        if mapped:
-            travels = torch.ones(self.num_machines, dtype=torch.bool)
-            travels[list(h.shm)] = False
-            far = torch.nonzero(travels.index_select(0, machine)).flatten()
-            ids, slot = ids.index_select(0, far), slot.index_select(0, far)
-        order, grouped, offsets = self._group(h, ids, slot)
-        positions = far if order is None else order if far is None else far.index_select(0, order)
+        places and scatters the replies. Only the ids that travel are grouped by slot; ids all
+        of one server's slot (rows `mn`..`mx`) travel as they are."""
+        bounds = h.slots.tolist()
+        first = bisect.bisect_right(bounds, mn) - 1
+        mapped, positions = [], None
+        if mx < bounds[first + 1] and self.slot_machine[first] not in h.shm:
+            grouped = ids
+            offsets = [0] * (first + 1) + [ids.numel()] * (len(bounds) - first - 1)
+        else:
+            slot = slot_of(h.slots, ids)
+            machine = self._slot_machines.index_select(0, slot)
+            for m in h.shm:
+                at = torch.nonzero(machine == m).flatten()
+                if at.numel():
+                    mapped.append((m, at, ids.index_select(0, at) - h.bounds[m]))
+            far = None  # positions of the ids that travel (None: all of them)
+            if mapped:
+                travels = torch.ones(self.num_machines, dtype=torch.bool)
+                travels[list(h.shm)] = False
+                far = torch.nonzero(travels.index_select(0, machine)).flatten()
+                ids, slot = ids.index_select(0, far), slot.index_select(0, far)
+            order, grouped, offsets = self._group(h, ids, slot)
+            positions = far if order is None else order if far is None else far.index_select(0, order)
         spans, row_bytes, travelled = [], _row_bytes(h), 0
         for slot_id, s, e in self._pieces(h, offsets, set(h.shm)):
             asked, repeat = grouped[s:e], None
