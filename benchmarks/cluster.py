@@ -70,12 +70,14 @@ def echo(port: int, mechanism: str, host: str, table_rows: int) -> None:
     from distgraph.kvstore import kernels
     from distgraph.malloc import keep_freed_memory
     from distgraph.rpc.auth import Authenticator
+    from distgraph.rpc.transport import buffers
 
     keep_freed_memory()  # as our servers and clients do
     ctx = zmq.Context.instance()
     creds = _credentials(mechanism)
     auth = Authenticator(ctx, creds, "echo") if creds else None
     sock = ctx.socket(zmq.ROUTER)
+    buffers(sock)  # the transport's socket options: the limit differs from ours only in the work
     if creds:
         creds.server(sock, "echo")
     sock.bind(f"tcp://{host}:{port}")
@@ -110,7 +112,10 @@ class BareClient:
         import torch
         import zmq
 
+        from distgraph.rpc.transport import buffers
+
         self.sock = zmq.Context.instance().socket(zmq.DEALER)
+        buffers(self.sock)
         creds = _credentials(mechanism)
         if creds:
             creds.client(self.sock, "echo")

@@ -222,7 +222,7 @@ def stages(g, book, steps: int, rounds: int) -> None:
 
         made_by = loader_module.batch_threads
         if not pipelined:
-            loader_module.batch_threads = lambda runs_user_code: 0
+            loader_module.batch_threads = lambda *_: 0
         try:
             loader.generator.set_state(start_state)
             batches = (b for _ in range(-(-(steps + 1) // len(loader))) for b in loader)

@@ -28,6 +28,10 @@ CLOSE_LINGER_MS = 2000  # how long a closing server keeps trying to deliver its 
 # buffer (and may sit misaligned in it), so replies below this size are copied out
 OWN_BUFFER_BYTES = 64 << 10
 CHECK_SECONDS = 0.2  # how often a waiting call runs its caller's check
+# TCP buffers of every connection, each way (the kernel caps them at net.core.[rw]mem_max and
+# doubles them): a 5 MB reply fits at once, so the sender hands it over in one go instead
+# of waiting for the receiver to drain an autotuned buffer.
+SOCKET_BUFFER_BYTES = 8 << 20
 
 
 class PeerError(DistGraphError):
@@ -91,6 +95,7 @@ class ServerSocket:
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
         credentials.server(self.socket, audience)
         self.socket.setsockopt(zmq.LINGER, 0)
+        buffers(self.socket)
         self.socket.setsockopt(zmq.SNDTIMEO, int(send_timeout * 1000))
         self.socket.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_MS)
         self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(send_timeout * 1000))
@@ -122,6 +127,12 @@ class ServerSocket:
         self.authenticator.close()
 
 
+def buffers(socket: zmq.Socket) -> None:
+    """Give `socket`'s TCP connections SOCKET_BUFFER_BYTES each way."""
+    socket.setsockopt(zmq.SNDBUF, SOCKET_BUFFER_BYTES)
+    socket.setsockopt(zmq.RCVBUF, SOCKET_BUFFER_BYTES)
+
+
 _REFUSED = (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
             zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
 
@@ -136,6 +147,7 @@ class _Conn:
         for opt, value in ((zmq.LINGER, 0), (zmq.SNDTIMEO, int(timeout * 1000)),
                            (zmq.HEARTBEAT_IVL, HEARTBEAT_MS), (zmq.HEARTBEAT_TIMEOUT, int(timeout * 1000))):
             self.socket.setsockopt(opt, value)
+        buffers(self.socket)
         events = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED
         for e in _REFUSED:
             events |= e
