@@ -13,11 +13,12 @@ drives them (`protocol`, `hostwork`):
 3. the assignment runs here: random, or KaMinPar/METIS on the ParHIP file this process
    assembles bucket by bucket from the hosts' adjacency pieces (its per-node arrays and the
    partitioner's graph are the memory it needs; the edges stay on the hosts);
-4. the numbering (as `relabel_nodes`) is sent to every host (new ids of all nodes: 4 bytes a
-   node on each host); each host sends each row of its share of the node data to the host
-   writing its node's part (part p is written by host p mod H), which writes it at its place,
-   then each edge of its share, with its rows of the edge data, to the host writing its
-   destination's part (`received`);
+4. the numbering (as `relabel_nodes`) is spread over the hosts: host h gets the new ids of the
+   old ids of its share [h n / H, (h + 1) n / H) (4 bytes a node of its share) and looks up the
+   others' of their owners (`lookup`); each host sends each row of its share of the node data
+   to the host writing its node's part (part p is written by host p mod H), which writes it at
+   its place, then each edge of its share, with its rows of the edge data, to the host writing
+   its destination's part (`received`);
 5. each host writes its parts; the coordinator writes the id maps (the edge maps from the
    hosts' pieces) and the config, which every host then writes beside its parts, last.
 No host reads data outside its share, and data rows travel a slice of a few MB at a time. The
@@ -52,7 +53,7 @@ from . import datalayout as D
 from . import protocol as P
 from .host import peak_rss
 from .processes import HostProcesses
-from .shares import host_of_part, my_parts, working_edges
+from .shares import host_of_part, my_parts, share_of, working_edges
 
 ROWS_PER_MESSAGE = 1 << 20  # per-node arrays travel in slices of this many rows
 MAP_ROWS_PER_MESSAGE = 1 << 18  # edge id maps in slices of this many (a host reads and sends them)
@@ -244,10 +245,14 @@ class _Run:
         return write
 
     def send_numbering(self, numbering, deg: Degrees) -> None:
-        """New ids to every host (a slice at a time), then to each its buckets and parts, after
-        every host has cleared its output folder (one after another: they may share it)."""
-        for lo in range(0, self.n, ROWS_PER_MESSAGE):
-            self.hosts.each(P.OLD2NEW, [numbering.old2new[lo:lo + ROWS_PER_MESSAGE]], lo=lo)
+        """To each host the new ids of its share of the old ids (a slice at a time, to every host
+        at once), then to each its buckets and parts, after every host has cleared its output
+        folder (one after another: they may share it)."""
+        shares = [share_of(self.n, h, self.hosts.num) for h in range(self.hosts.num)]
+        for at in range(0, max(hi - lo for lo, hi in shares), ROWS_PER_MESSAGE):
+            self.hosts.call([Request(h, {"op": P.OLD2NEW, "lo": lo + at},
+                                     [numbering.old2new[lo + at:min(hi, lo + at + ROWS_PER_MESSAGE)]])
+                             for h, (lo, hi) in enumerate(shares) if lo + at < hi])
         self.cleared = True
         clear_out(self.out, self.num_parts)
         for h in range(self.hosts.num):

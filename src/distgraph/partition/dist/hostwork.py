@@ -2,9 +2,10 @@
 of the edge chunks (degrees; pieces of the undirected graph; the shuffle, where each edge goes
 to the host writing its destination's part with its rows of the edge data) and of the node
 data (each row sent to the host writing its node's part), keeps the buckets of its own parts,
-and writes those parts and its pieces of the edge id maps. It holds per-node arrays of 4 to 16
-bytes a node (new ids; degrees while they are counted), data rows a message at a time, and its
-share of the edges and their data, on disk."""
+and writes those parts and its pieces of the edge id maps. It holds the new ids of its share of
+the old ids only (4 bytes a node of its share, `lookup`: the others' it asks of their owners a
+piece at a time), degrees of every node (16 bytes a node) while they are counted, data rows a
+message at a time, and its share of the edges and their data, on disk."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from ..stream.source import from_chunked
 from ..stream.writer import count_degrees, data_specs
 from . import datalayout as D
 from . import protocol as P
+from .lookup import NewIdLookup, OwnedNewIds
 from .received import EdgeData, NodeDataFiles, ShuffledPartWriter
 from .shares import host_of_part, my_parts, my_rows, my_segments, working_edges
 
@@ -59,7 +61,7 @@ class HostWork:
         self.machine, self.credentials, self.timeout = machine, credentials, timeout
         self.progress = 0  # edges done in the current long operation
         self.stopping = threading.Event()  # the run ends: a running operation stops at its next piece
-        self.adjacency = self.buckets = self.node_files = self.edge_data = None
+        self.adjacency = self.buckets = self.node_files = self.edge_data = self.new_ids = None
         self.node_names, self.edge_names = {}, {}
         self.cleared = self.committed = False  # its output folder was cleared; its config was written
         self.maps: dict[str, NpyFile] = {}  # id maps being received (all of them once any was)
@@ -78,6 +80,7 @@ class HostWork:
         self.parts = my_parts(self.num_parts, self.machine, len(self.hosts))
         self.piece = working_edges(sum(g.hi - g.lo for g in self.segments))
         self.arrays = D.data_arrays(self.cg)
+        self.new_ids = OwnedNewIds(self.machine, self.source.num_nodes(), len(self.hosts))
         self.out.mkdir(parents=True, exist_ok=True)
         check_out(self.out, self.graph_name, bool(h.get("overwrite")))
         return {"num_nodes": self.source.num_nodes(), "num_edges": self.source.num_edges(),
@@ -168,13 +171,19 @@ class HostWork:
         return {}, [cols["row"], cols["col"]]
 
     # -- the numbering, the shuffle and the writing ----------------------------------------------
+    def _owned(self) -> OwnedNewIds:
+        if self.new_ids is None:
+            raise PartitionError(f"machine {self.machine} holds no new ids now (they are sent after the assignment "
+                                 f"and dropped when every host's edges are shuffled)")
+        return self.new_ids
+
     def old2new(self, h: dict, arrays) -> tuple[dict, list]:
-        (piece,) = arrays
-        lo, n = P.field(h, "lo"), self.source.num_nodes()
-        if lo == 0:
-            self.new_ids = np.empty(n, dtype=id_dtype(n))
-        self.new_ids[lo:lo + piece.size] = P.ids(piece, n, "new ids")
-        return {}, []
+        """A piece of the numbering's rows of this host's share of the old ids."""
+        return self._owned().put(h, arrays)
+
+    def lookup(self, h: dict, arrays) -> tuple[dict, list]:
+        """New ids of old ids of this host's share, for another host's node data or shuffle."""
+        return self._owned().answer(h, arrays)
 
     def clear(self, h: dict, arrays) -> tuple[dict, list]:
         self.cleared = True
@@ -190,11 +199,11 @@ class HostWork:
         if len(mine) != 2 * len(self.parts):
             raise WireError(f"plan carries {len(mine)} arrays for {len(self.parts)} parts")
         starts = {p: int(self.node_ranges[p, 0, 0]) for p in self.parts}
-        self.new2old = PartSlices(starts, {p: mine[2 * i] for i, p in enumerate(self.parts)}, self.new_ids.dtype)
+        n, m = self.source.num_nodes(), self.source.num_edges()
+        self.new2old = PartSlices(starts, {p: mine[2 * i] for i, p in enumerate(self.parts)}, id_dtype(n))
         self.out_degree = {p: mine[2 * i + 1] for i, p in enumerate(self.parts)}
         self.deg = None
         release_freed_memory()
-        n, m = self.source.num_nodes(), self.source.num_edges()
         self.columns = edge_columns(n, m)
         self.buckets = Buckets(self.out, bounds.size - 1, self.columns, "edges")
         self.edge_data = EdgeData(self.out, bounds.size - 1, self.arrays, self.columns["eid"],
@@ -202,7 +211,6 @@ class HostWork:
         self.node_files = NodeDataFiles(self.out, self.parts, self.node_ranges, self.arrays, self.node_names,
                                         self.edge_names, len(self.source.canonical_etypes) > 1)
         self.part_starts = np.concatenate([self.node_ranges[:, 0, 0], [n]])
-        self.router = EdgeRouter(self.source, self.new_ids, self.bounds, self.bucket_part, self.part_starts)
         return {}, []
 
     def node_data(self, h: dict, arrays) -> tuple[dict, list]:
@@ -210,6 +218,7 @@ class HostWork:
         part, a slice at a time (a part's rows of a slice are one run of its new ids)."""
         H = len(self.hosts)
         conns = Connections(self.hosts, self.timeout, self.credentials, numpy_replies=True)
+        new_ids = NewIdLookup(self._owned(), conns)
         try:
             for i, a in enumerate(self.arrays):
                 if a.kind != "node":
@@ -222,7 +231,7 @@ class HostWork:
                         raise PartitionError(f"machine {self.machine}: stopped")
                     end = min(hi, at + step)
                     rows = D.as_bytes(reader.read(at, end))
-                    new = self.new_ids[base + at:base + end]
+                    new = new_ids.range(base + at, base + end)
                     order, starts = group_keys(np.searchsorted(self.part_starts, new, side="right") - 1,
                                                self.num_parts)
                     conns.call([Request(host_of_part(p, H), {"op": P.NODE_ROWS, "array": i, "part": p,
@@ -245,9 +254,11 @@ class HostWork:
         """Send every edge of this host's share to the host of its destination's part."""
         H = len(self.hosts)
         conns = Connections(self.hosts, self.timeout, self.credentials, numpy_replies=True)
+        router = EdgeRouter(self.source, NewIdLookup(self._owned(), conns), self.bounds, self.bucket_part,
+                            self.part_starts)
         try:
             for src, dst, first, etype, data in self._pieces(data=True):
-                b, cols = self.router.route(src, dst, first)
+                b, cols = router.route(src, dst, first)
                 order, starts = group_keys(host_of_part(self.bucket_part[b], H), H)
                 grouped = [cols[k][order].astype(self.columns[k], copy=False) for k in ("dst", "src", "eid")]
                 grouped += [D.as_bytes(rows)[order] for rows in data]
@@ -255,9 +266,7 @@ class HostWork:
                             for t in range(H) if starts[t + 1] > starts[t]])
         finally:
             conns.close()
-        self.new_ids = None
-        release_freed_memory()
-        return {"per_type": self.router.per_type.tolist(), "cut": self.router.cut}, []
+        return {"per_type": router.per_type.tolist(), "cut": router.cut}, []
 
     def edges(self, h: dict, arrays) -> tuple[dict, list]:
         """Edges of one type another host sends (dst, src, eid, then their rows of each data array
@@ -280,6 +289,8 @@ class HostWork:
     def write(self, h: dict, arrays) -> tuple[dict, list]:
         """Write this host's parts (`arrays`: the edge id ranges of every part and type)."""
         (ranges,) = arrays
+        self.new_ids = None  # every host's shuffle has ended: no host asks for them any more
+        release_freed_memory()
         self.buckets.finish()
         self.edge_data.finish()
         self.node_files.close()

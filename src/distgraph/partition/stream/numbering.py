@@ -4,6 +4,7 @@ the new id range is cut into, and where every edge goes: its destination's bucke
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,10 +58,11 @@ def _buckets_of_parts(in_deg_new: np.ndarray, part_starts: np.ndarray, bucket_ed
 
 class EdgeRouter:
     """Sends edges, a piece at a time, to their destination's bucket, counting edges per
-    (part, edge type) and the edges cut."""
+    (part, edge type) and the edges cut. `old2new` maps an array of old node ids to their new
+    ids: a whole numbering's `__getitem__` on one host, a lookup of their owners' across hosts."""
 
-    def __init__(self, source: StreamSource, old2new: np.ndarray, bounds: np.ndarray, bucket_part: np.ndarray,
-                 part_starts: np.ndarray):
+    def __init__(self, source: StreamSource, old2new: Callable[[np.ndarray], np.ndarray], bounds: np.ndarray,
+                 bucket_part: np.ndarray, part_starts: np.ndarray):
         self.source, self.R = source, len(source.canonical_etypes)
         self.old2new, self.bounds, self.bucket_part, self.part_starts = old2new, bounds, bucket_part, part_starts
         self.per_type = np.zeros((part_starts.size - 1) * self.R, dtype=np.int64)
@@ -68,7 +70,8 @@ class EdgeRouter:
 
     def route(self, src: np.ndarray, dst: np.ndarray, first: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """(bucket of each edge, its columns) for edges with original ids first, first + 1, ..."""
-        nd, ns = self.old2new[dst], self.old2new[src]
+        new = self.old2new(np.concatenate([dst, src]))  # (one lookup: across hosts, one request to each owner)
+        nd, ns = new[:dst.size], new[dst.size:]
         b = np.searchsorted(self.bounds, nd, side="right") - 1
         p = self.bucket_part[b]
         eid = np.arange(first, first + src.size, dtype=np.int64)

@@ -1,0 +1,95 @@
+"""New node ids across the hosts of a distributed partitioning: host h holds only those of the
+old ids of its share [lo_h, hi_h) (`share_of`, the numbering's rows the coordinator sends it);
+a host that needs others' asks their owners, one request to each per lookup (answered by the
+owner's main loop, so a lookup never waits on the owner's own running operation)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import PartitionError
+from ...rpc.transport import Connections, Request
+from ...rpc.wire import WireError
+from ..stream.buckets import id_dtype
+from . import protocol as P
+from .shares import share_of
+
+
+class OwnedNewIds:
+    """This host's rows of the numbering (old2new of its share of the old ids), filled from the
+    coordinator's pieces; it answers other hosts' lookups."""
+
+    def __init__(self, machine: int, num_nodes: int, num_hosts: int):
+        self.machine, self.num_nodes = machine, num_nodes
+        self.starts = np.array([share_of(num_nodes, h, num_hosts)[0] for h in range(num_hosts)] + [num_nodes],
+                               dtype=np.int64)  # host h owns old ids [starts[h], starts[h + 1])
+        self.lo, self.hi = share_of(num_nodes, machine, num_hosts)
+        self.new = np.empty(self.hi - self.lo, dtype=id_dtype(num_nodes))  # (pages taken as they are filled)
+
+    def _check(self, lo: int, hi: int, what: str) -> None:
+        if not self.lo <= lo <= hi <= self.hi:
+            raise WireError(f"machine {self.machine}: {what} {lo}..{hi} are not in its share of the old node ids "
+                            f"[{self.lo}, {self.hi}); ask the host that owns them")
+
+    def put(self, h: dict, arrays) -> tuple[dict, list]:
+        """A piece of this host's rows of the numbering, from old id `lo` on (the coordinator's)."""
+        (piece,) = arrays
+        lo = P.field(h, "lo")
+        self._check(lo, lo + piece.size, "new ids sent for old ids")
+        self.new[lo - self.lo:lo - self.lo + piece.size] = P.ids(piece, self.num_nodes, "new ids")
+        return {}, []
+
+    def own(self, old: np.ndarray) -> np.ndarray:
+        """The new ids of old ids of this host's share (unchecked)."""
+        return self.new[old - self.lo]
+
+    def answer(self, h: dict, arrays) -> tuple[dict, list]:
+        """Another host's lookup: the new ids of old ids (one array), or of the old ids [lo, hi)."""
+        if arrays:
+            (old,) = arrays
+            if old.ndim != 1:
+                raise WireError(f"machine {self.machine}: old ids to look up must be one array of ids")
+            if old.size:
+                self._check(int(old.min()), int(old.max()) + 1, "old ids")
+            return {}, [self.own(old)]
+        lo, hi = P.field(h, "lo"), P.field(h, "hi")
+        self._check(lo, hi, "old ids")
+        return {}, [self.new[lo - self.lo:hi - self.lo]]
+
+
+class NewIdLookup:
+    """Old ids to new ids for one operation of a host: its own from its rows, the others asked
+    of their owners through `conns` (the operation's connections to every host)."""
+
+    def __init__(self, owned: OwnedNewIds, conns: Connections):
+        self.owned, self.conns = owned, conns
+
+    def __call__(self, old: np.ndarray) -> np.ndarray:
+        """The new ids of `old` (any order, repeats): each distinct id asked once."""
+        uniq, inverse = np.unique(old, return_inverse=True)
+        at = np.searchsorted(uniq, self.owned.starts)  # owner h's ids are uniq[at[h]:at[h + 1]]
+        new = self._gather(at, lambda h: ({}, [uniq[at[h]:at[h + 1]]]))
+        return new[inverse.reshape(-1)]
+
+    def range(self, lo: int, hi: int) -> np.ndarray:
+        """The new ids of old ids [lo, hi): each owner asked for its part of the range."""
+        at = np.clip(self.owned.starts, lo, hi) - lo  # owner h's ids are lo + at[h] .. lo + at[h + 1]
+        return self._gather(at, lambda h: ({"lo": lo + int(at[h]), "hi": lo + int(at[h + 1])}, []))
+
+    def _gather(self, at: np.ndarray, request) -> np.ndarray:
+        """The new ids of pieces `at` (one per owner, in owner order), each asked of its owner as
+        `request(h)` (fields, arrays) gives, this host's from its own rows."""
+        me, owned = self.owned.machine, self.owned
+        new = np.empty(int(at[-1]), dtype=owned.new.dtype)
+        asked = [h for h in range(at.size - 1) if at[h + 1] > at[h] and h != me]
+        replies = self.conns.call([Request(h, {"op": P.NEW_IDS, **fields}, arrays)
+                                   for h in asked for fields, arrays in [request(h)]])
+        for h, r in zip(asked, replies):
+            if len(r.arrays) != 1 or r.arrays[0].shape != (at[h + 1] - at[h],):
+                raise PartitionError(f"machine {h} answered a lookup of {at[h + 1] - at[h]} new ids with another "
+                                     f"shape")
+            new[at[h]:at[h + 1]] = r.arrays[0]
+        if at[me + 1] > at[me]:
+            fields, arrays = request(me)
+            new[at[me]:at[me + 1]] = owned.answer(fields, arrays)[1][0]
+        return new
