@@ -20,7 +20,9 @@ from distgraph.data import generate_mag, generate_sbm
 from distgraph.errors import PartitionError
 from distgraph.partition import load_partition
 from distgraph.partition.dist import partition_cluster
+from distgraph.partition.dist.lookup import OwnedNewIds
 from distgraph.partition.stream import from_chunked, partition_stream
+from distgraph.rpc.wire import WireError
 
 pytestmark = pytest.mark.multiprocess
 HOSTS = 3
@@ -201,6 +203,79 @@ def test_a_host_that_fails_leaves_nothing_that_loads(fault, message, ip_config, 
     assert "\n" not in str(failed.value)
     left = sorted(str(p.relative_to(tmp_path / "dist")) for p in (tmp_path / "dist").rglob("*") if p.is_file())
     assert left == [], left  # no config, no partition file, no scratch: nothing a later run would load
+
+
+HOLDING = {  # (a sitecustomize of the hosts' processes, as FAULTS)
+    "records what it holds": """
+import numpy as np
+from distgraph.partition.dist import hostwork
+write = hostwork.HostWork.write
+def recording(self, h, arrays):  # the numbering's rows this host held through the shuffles
+    np.save(self.out / f"held-{self.machine}.npy", np.concatenate([[self.new_ids.lo], self.new_ids.new]))
+    return write(self, h, arrays)
+hostwork.HostWork.write = recording
+""",
+    "asks an owner for ids it does not own": """
+if os.environ.get('DISTGRAPH_MACHINE_ID') == '0':
+    from distgraph.partition.dist import lookup
+    init = lookup.OwnedNewIds.__init__
+    def wrong(self, *args):  # machine 0 takes its own last old id for machine 1's
+        init(self, *args)
+        self.starts[1] -= 1
+    lookup.OwnedNewIds.__init__ = wrong
+""",
+}
+
+
+def hosts_run(monkeypatch, site, code: str) -> None:
+    """`code` runs in every host's process before it starts (not in this one)."""
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nif 'DISTGRAPH_LISTEN' in os.environ:\n"
+                                           + "".join(f"    {line}\n" for line in code.strip().splitlines()))
+    monkeypatch.setenv("PYTHONPATH", str(site))
+
+
+def test_each_host_holds_only_the_new_ids_of_its_share(ip_config, tmp_path, monkeypatch):
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    partition_stream(from_chunked(root), "g", 5, tmp_path / "single", part_method="random", seed=3)
+    hosts_run(monkeypatch, tmp_path / "site", HOLDING["records what it holds"])
+    partition_cluster(root, "g", 5, tmp_path / "dist", ip_config, part_method="random", seed=3)
+    held = [np.load(tmp_path / "dist" / f"held-{m}.npy") for m in range(HOSTS)]
+    for f in (tmp_path / "dist").glob("held-*.npy"):
+        f.unlink()
+    same_partitions(tmp_path / "single", tmp_path / "dist")
+    assert [(int(h[0]), h.size - 1) for h in held] == [(0, 333), (333, 333), (666, 334)]
+    old2new = np.argsort(np.load(tmp_path / "single" / "mapping" / "node._N.npy"))
+    assert np.array_equal(np.concatenate([h[1:] for h in held]), old2new)
+
+
+def test_a_lookup_of_ids_another_host_owns_is_refused(ip_config, tmp_path, monkeypatch):
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    hosts_run(monkeypatch, tmp_path / "site", HOLDING["asks an owner for ids it does not own"])
+    with pytest.raises(PartitionError, match=r"machine 1 .* refused 'new_ids': machine 1: old ids 332\.\.333 are "
+                                             r"not in its share of the old node ids \[333, 666\); ask the host "
+                                             r"that owns them") as failed:
+        partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="random")
+    assert "\n" not in str(failed.value)
+    assert not [p for p in (tmp_path / "dist").rglob("*") if p.is_file()]
+
+
+def test_an_owner_answers_only_ids_of_its_share():
+    owned = OwnedNewIds(1, 10, 3)  # machine 1 of 3 owns old ids [3, 6)
+    assert (owned.lo, owned.hi, owned.new.size) == (3, 6, 3)
+    owned.put({"lo": 3}, [np.array([7, 2], dtype=np.int32)])
+    owned.put({"lo": 5}, [np.array([9], dtype=np.int32)])
+    assert owned.answer({}, [np.array([5, 3, 3, 4])])[1][0].tolist() == [9, 7, 7, 2]
+    assert owned.answer({"lo": 4, "hi": 6}, [])[1][0].tolist() == [2, 9]
+    with pytest.raises(WireError, match=r"machine 1: old ids 2\.\.6 are not in its share of the old node ids "
+                                        r"\[3, 6\)"):
+        owned.answer({}, [np.array([3, 2, 5])])
+    with pytest.raises(WireError, match=r"old ids 5\.\.7 are not in its share"):
+        owned.answer({"lo": 5, "hi": 7}, [])
+    with pytest.raises(WireError, match=r"new ids sent for old ids 6\.\.7 are not in its share"):
+        owned.put({"lo": 6}, [np.array([1], dtype=np.int32)])
 
 
 def test_options_that_need_one_host_are_refused_with_ip_config(chunked, ip_config, tmp_path, capsys):
