@@ -65,8 +65,9 @@ class NewIdLookup:
         self.owned, self.conns = owned, conns
 
     def __call__(self, old: np.ndarray) -> np.ndarray:
-        """The new ids of `old` (any order, repeats): each distinct id asked once."""
-        uniq, inverse = np.unique(old, return_inverse=True)
+        """The new ids of `old` (any order, repeats, all below the node count): each distinct id
+        asked once, in the ids' type (int32 below 2**31 nodes: the sort and the messages halved)."""
+        uniq, inverse = np.unique(old.astype(self.owned.new.dtype, copy=False), return_inverse=True)
         at = np.searchsorted(uniq, self.owned.starts)  # owner h's ids are uniq[at[h]:at[h + 1]]
         new = self._gather(at, lambda h: ({}, [uniq[at[h]:at[h + 1]]]))
         return new[inverse.reshape(-1)]

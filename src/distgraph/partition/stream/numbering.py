@@ -70,8 +70,7 @@ class EdgeRouter:
 
     def route(self, src: np.ndarray, dst: np.ndarray, first: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """(bucket of each edge, its columns) for edges with original ids first, first + 1, ..."""
-        new = self.old2new(np.concatenate([dst, src]))  # (one lookup: across hosts, one request to each owner)
-        nd, ns = new[:dst.size], new[dst.size:]
+        nd, ns = self.old2new(dst), self.old2new(src)
         b = np.searchsorted(self.bounds, nd, side="right") - 1
         p = self.bucket_part[b]
         eid = np.arange(first, first + src.size, dtype=np.int64)
