@@ -20,8 +20,11 @@ from distgraph.data import generate_mag, generate_sbm
 from distgraph.errors import PartitionError
 from distgraph.partition import load_partition
 from distgraph.partition.dist import partition_cluster
+from distgraph.partition.dist import protocol as P
+from distgraph.partition.dist.degrees import OwnedDegrees
 from distgraph.partition.dist.lookup import OwnedNewIds
 from distgraph.partition.stream import from_chunked, partition_stream
+from distgraph.partition.stream.writer import count_degrees
 from distgraph.rpc.wire import WireError
 
 pytestmark = pytest.mark.multiprocess
@@ -215,6 +218,27 @@ def recording(self, h, arrays):  # the numbering's rows this host held through t
     return write(self, h, arrays)
 hostwork.HostWork.write = recording
 """,
+    "records its degrees": """
+import numpy as np
+from distgraph.partition.dist import hostwork
+plan = hostwork.HostWork.plan
+def recording(self, h, arrays):  # the degrees this host held until the plan, and whether the plan dropped them
+    d = self.deg
+    np.save(self.out / f"held-{self.machine}.npy", np.concatenate([[d.lo], d.in_deg, d.out_deg]))
+    out = plan(self, h, arrays)
+    np.save(self.out / f"dropped-{self.machine}.npy", np.array([self.deg is None]))
+    return out
+hostwork.HostWork.plan = recording
+""",
+    "sends an owner ends it does not own": """
+if os.environ.get('DISTGRAPH_MACHINE_ID') == '0':
+    from distgraph.partition.dist import degrees
+    init = degrees.OwnedDegrees.__init__
+    def wrong(self, *args):  # machine 0 sends its own last old id to machine 1 to count
+        init(self, *args)
+        self.starts[1] -= 1
+    degrees.OwnedDegrees.__init__ = wrong
+""",
     "asks an owner for ids it does not own": """
 if os.environ.get('DISTGRAPH_MACHINE_ID') == '0':
     from distgraph.partition.dist import lookup
@@ -260,6 +284,59 @@ def test_a_lookup_of_ids_another_host_owns_is_refused(ip_config, tmp_path, monke
         partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="random")
     assert "\n" not in str(failed.value)
     assert not [p for p in (tmp_path / "dist").rglob("*") if p.is_file()]
+
+
+def test_each_host_holds_only_the_degrees_of_its_share(ip_config, tmp_path, monkeypatch):
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    partition_stream(from_chunked(root), "g", 5, tmp_path / "single", part_method="random", seed=3)
+    hosts_run(monkeypatch, tmp_path / "site", HOLDING["records its degrees"])
+    partition_cluster(root, "g", 5, tmp_path / "dist", ip_config, part_method="random", seed=3)
+    held = [np.load(tmp_path / "dist" / f"held-{m}.npy") for m in range(HOSTS)]
+    dropped = [bool(np.load(tmp_path / "dist" / f"dropped-{m}.npy")[0]) for m in range(HOSTS)]
+    for f in [*(tmp_path / "dist").glob("held-*.npy"), *(tmp_path / "dist").glob("dropped-*.npy")]:
+        f.unlink()
+    same_partitions(tmp_path / "single", tmp_path / "dist")
+    assert [(int(h[0]), (h.size - 1) // 2) for h in held] == [(0, 333), (333, 333), (666, 334)]
+    assert dropped == [True] * HOSTS
+    deg = count_degrees(from_chunked(root))
+    half = [(h.size - 1) // 2 for h in held]
+    assert np.array_equal(np.concatenate([h[1:1 + k] for h, k in zip(held, half)]), deg.in_deg)
+    assert np.array_equal(np.concatenate([h[1 + k:] for h, k in zip(held, half)]), deg.out_deg)
+    assert deg.in_deg.sum() == deg.out_deg.sum() == 8000
+
+
+def test_ends_of_edges_sent_to_a_host_that_does_not_own_them_are_refused(ip_config, tmp_path, monkeypatch):
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    hosts_run(monkeypatch, tmp_path / "site", HOLDING["sends an owner ends it does not own"])
+    with pytest.raises(PartitionError, match=r"machine 1 .* refused 'degree_ids': machine 1: degree ids 332\.\.\d+ "
+                                             r"are not in its share of the old node ids \[333, 666\); ask the "
+                                             r"host that owns them") as failed:
+        partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="random")
+    assert "\n" not in str(failed.value)
+    assert not [p for p in (tmp_path / "dist").rglob("*") if p.is_file()]
+
+
+def test_an_owner_counts_the_ends_of_its_share_and_sends_the_others():
+    deg = OwnedDegrees(1, 10, 3)  # machine 1 of 3 owns old ids [3, 6)
+    assert (deg.lo, deg.hi, deg.in_deg.size, deg.out_deg.size) == (3, 6, 3, 3)
+    sent = deg.spread(np.array([3, 0, 9, 4, 3, 8]), np.array([5, 5, 1, 2, 7, 3]))
+    assert [(r.peer, r.header["op"]) for r in sent] == [(0, P.DEGREE_IDS), (2, P.DEGREE_IDS)]
+    assert [a.tolist() for a in sent[0].arrays] == [[0], [1, 2]] and sent[0].arrays[0].dtype == np.int32
+    assert [a.tolist() for a in sent[1].arrays] == [[9, 8], [7]]
+    assert (deg.out_deg.tolist(), deg.in_deg.tolist()) == ([2, 1, 0], [1, 0, 2])
+    deg.receive({}, [np.array([5, 5], dtype=np.int32), np.array([4], dtype=np.int32)])
+    assert deg.rows({"lo": 4, "hi": 6}, [])[1][0].tolist() == [1, 2]  # in-degrees of old ids 4, 5
+    assert deg.rows({"lo": 3, "hi": 6}, [])[1][1].tolist() == [2, 1, 2]
+    with pytest.raises(WireError, match=r"machine 1: degree ids 6\.\.7 are not in its share of the old node ids "
+                                        r"\[3, 6\); ask the host that owns them"):
+        deg.receive({}, [np.array([5], dtype=np.int32), np.array([6], dtype=np.int32)])
+    with pytest.raises(WireError, match=r"degrees asked for old ids 0\.\.4 are not in its share"):
+        deg.rows({"lo": 0, "hi": 4}, [])
+    with pytest.raises(WireError, match=r"degree ids must be one array of integer ids"):
+        deg.receive({}, [np.array([3.0]), np.array([3])])
+    assert (deg.out_deg.tolist(), deg.in_deg.tolist()) == ([2, 1, 2], [1, 1, 2])  # nothing refused was counted
 
 
 def test_an_owner_answers_only_ids_of_its_share():

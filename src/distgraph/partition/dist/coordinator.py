@@ -9,7 +9,9 @@ drives them (`protocol`, `hostwork`):
    data layout (every chunk's rows), checks each host holds its share, and sends it back
    (`datalayout`); what it reads of the data itself (the split masks of `--balance_train`) it
    asks of the hosts holding them;
-2. each host counts the degrees of its share; the coordinator adds them up a slice at a time;
+2. each host counts the degrees of its share of the edges into the slices of their owners (host
+   h holds those of the old ids [h n / H, (h + 1) n / H) only, 16 bytes a node of its share:
+   `degrees`); the coordinator asks each host for its slice, a part at a time;
 3. the assignment runs here: random, or KaMinPar/METIS on the ParHIP file this process
    assembles bucket by bucket from the hosts' adjacency pieces (its per-node arrays and the
    partitioner's graph are the memory it needs; the edges stay on the hosts);
@@ -218,15 +220,26 @@ class _Run:
         write_config(self.out / f"{self.graph_name}.json", text)
         return stats
 
+    def share_slices(self):
+        """Every host's share of the old ids in slices of at most ROWS_PER_MESSAGE rows, one of
+        each host (whose share goes on) per round: [(host, lo, hi), ...]."""
+        shares = [share_of(self.n, h, self.hosts.num) for h in range(self.hosts.num)]
+        for at in range(0, max(hi - lo for lo, hi in shares), ROWS_PER_MESSAGE):
+            yield [(h, lo + at, min(hi, lo + at + ROWS_PER_MESSAGE)) for h, (lo, hi) in enumerate(shares)
+                   if lo + at < hi]
+
     def degrees(self) -> Degrees:
-        """Every node's in- and out-degree: each host counts its share, summed here a slice at a time."""
+        """Every node's in- and out-degree: the hosts count their shares of the edges into the
+        owners' slices, each asked here for its own a slice at a time."""
         self.hosts.long(P.DEGREES, "degrees", self.m)
-        deg = Degrees(np.zeros(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64))
-        for lo in range(0, self.n, ROWS_PER_MESSAGE):
-            hi = min(self.n, lo + ROWS_PER_MESSAGE)
-            for r in self.hosts.each(P.DEGREE_ROWS, lo=lo, hi=hi):
-                deg.in_deg[lo:hi] += r.arrays[0]
-                deg.out_deg[lo:hi] += r.arrays[1]
+        deg = Degrees(np.empty(self.n, dtype=np.int64), np.empty(self.n, dtype=np.int64))
+        for asked in self.share_slices():
+            replies = self.hosts.call([Request(h, {"op": P.DEGREE_ROWS, "lo": lo, "hi": hi}) for h, lo, hi in asked])
+            for (h, lo, hi), r in zip(asked, replies):
+                if len(r.arrays) != 2 or any(a.shape != (hi - lo,) for a in r.arrays):
+                    raise PartitionError(f"machine {h} answered a request of the degrees of {hi - lo} nodes with "
+                                         f"another shape")
+                deg.in_deg[lo:hi], deg.out_deg[lo:hi] = r.arrays
         return deg
 
     def undirected_graph(self, weights):
@@ -248,11 +261,9 @@ class _Run:
         """To each host the new ids of its share of the old ids (a slice at a time, to every host
         at once), then to each its buckets and parts, after every host has cleared its output
         folder (one after another: they may share it)."""
-        shares = [share_of(self.n, h, self.hosts.num) for h in range(self.hosts.num)]
-        for at in range(0, max(hi - lo for lo, hi in shares), ROWS_PER_MESSAGE):
-            self.hosts.call([Request(h, {"op": P.OLD2NEW, "lo": lo + at},
-                                     [numbering.old2new[lo + at:min(hi, lo + at + ROWS_PER_MESSAGE)]])
-                             for h, (lo, hi) in enumerate(shares) if lo + at < hi])
+        for asked in self.share_slices():
+            self.hosts.call([Request(h, {"op": P.OLD2NEW, "lo": lo}, [numbering.old2new[lo:hi]])
+                             for h, lo, hi in asked])
         self.cleared = True
         clear_out(self.out, self.num_parts)
         for h in range(self.hosts.num):

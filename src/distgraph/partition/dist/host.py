@@ -3,10 +3,11 @@ started by `distgraph partition --ip_config` (through the launcher, so it ends w
 
 It listens on its machine's ip_config address, admitting only peers that prove the job's
 secret, and answers the coordinator's operations (`protocol`, carried out by `hostwork`) and
-other hosts' node data rows, edges and lookups of new ids. Long operations run in a thread of their own while this loop goes on
-receiving; their reply is sent when they end. A failed operation is answered with one line
-naming the machine; on any end the host removes its scratch files, and its partition files
-unless the config listing them was written.
+other hosts' node data rows, edges, ends of edges to count and lookups of new ids. Long
+operations run in a thread of their own while this loop goes on receiving; their reply is
+sent when they end. A failed operation is answered with one line naming the machine; on any
+end the host removes its scratch files, and its partition files unless the config listing
+them was written.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def serve(env: PartitionWorkerEnv, work: HostWork) -> None:
            P.OLD2NEW: work.old2new, P.CLEAR: work.clear, P.PLAN: work.plan, P.NODE_DATA: work.node_data,
            P.NODE_ROWS: work.node_rows, P.SHUFFLE: work.shuffle, P.EDGES: work.edges, P.WRITE: work.write,
            P.EDGE_MAP_ROWS: work.edge_map_rows, P.MAP_ROWS: work.map_rows, P.COMMIT: work.commit,
-           P.NEW_IDS: work.lookup}
+           P.NEW_IDS: work.lookup, P.DEGREE_IDS: work.degree_ids}
     task: _Task | None = None
     try:
         while True:

@@ -30,9 +30,10 @@ from ..stream.numbering import EdgeRouter, edge_columns
 from ..stream.npyfile import NpyFile
 from ..stream.partwriter import EDGE_MAP, remove_files
 from ..stream.source import from_chunked
-from ..stream.writer import count_degrees, data_specs
+from ..stream.writer import data_specs
 from . import datalayout as D
 from . import protocol as P
+from .degrees import OwnedDegrees
 from .lookup import NewIdLookup, OwnedNewIds
 from .received import EdgeData, NodeDataFiles, ShuffledPartWriter
 from .shares import host_of_part, my_parts, my_rows, my_segments, working_edges
@@ -61,7 +62,7 @@ class HostWork:
         self.machine, self.credentials, self.timeout = machine, credentials, timeout
         self.progress = 0  # edges done in the current long operation
         self.stopping = threading.Event()  # the run ends: a running operation stops at its next piece
-        self.adjacency = self.buckets = self.node_files = self.edge_data = self.new_ids = None
+        self.adjacency = self.buckets = self.node_files = self.edge_data = self.new_ids = self.deg = None
         self.node_names, self.edge_names = {}, {}
         self.cleared = self.committed = False  # its output folder was cleared; its config was written
         self.maps: dict[str, NpyFile] = {}  # id maps being received (all of them once any was)
@@ -81,6 +82,7 @@ class HostWork:
         self.piece = working_edges(sum(g.hi - g.lo for g in self.segments))
         self.arrays = D.data_arrays(self.cg)
         self.new_ids = OwnedNewIds(self.machine, self.source.num_nodes(), len(self.hosts))
+        self.deg = OwnedDegrees(self.machine, self.source.num_nodes(), len(self.hosts))  # (others may count first)
         self.out.mkdir(parents=True, exist_ok=True)
         check_out(self.out, self.graph_name, bool(h.get("overwrite")))
         return {"num_nodes": self.source.num_nodes(), "num_edges": self.source.num_edges(),
@@ -147,13 +149,31 @@ class HostWork:
         return dataclasses.replace(self.source, chunks=lambda: ((s, d) for s, d, _ in self._pieces()))
 
     # -- degrees and the assignment's graph ----------------------------------------------------
+    def _degrees(self) -> OwnedDegrees:
+        if self.deg is None:
+            raise PartitionError(f"machine {self.machine} holds no degrees now (they are counted before the "
+                                 f"assignment and dropped with its plan)")
+        return self.deg
+
     def degrees(self, h: dict, arrays) -> tuple[dict, list]:
-        self.deg = count_degrees(self._share())
+        """Count the degrees of this host's share of the edges: the ends of its share of the old
+        ids here, the others' sent to their owners, a piece at a time."""
+        deg = self._degrees()
+        conns = Connections(self.hosts, self.timeout, self.credentials, numpy_replies=True)
+        try:
+            for src, dst, _ in self._pieces():
+                conns.call(deg.spread(src, dst))
+        finally:
+            conns.close()
         return {}, []
 
+    def degree_ids(self, h: dict, arrays) -> tuple[dict, list]:
+        """Ends of another host's edges in this host's share of the old ids, counted."""
+        return self._degrees().receive(h, arrays)
+
     def degree_rows(self, h: dict, arrays) -> tuple[dict, list]:
-        lo, hi = P.field(h, "lo"), P.field(h, "hi")
-        return {}, [self.deg.in_deg[lo:hi], self.deg.out_deg[lo:hi]]
+        """Degrees of old ids of this host's share, for the coordinator."""
+        return self._degrees().rows(h, arrays)
 
     def adjacency_rows(self, h: dict, arrays) -> tuple[dict, list]:
         (bounds,) = arrays

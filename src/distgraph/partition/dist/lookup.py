@@ -9,33 +9,24 @@ import numpy as np
 
 from ...errors import PartitionError
 from ...rpc.transport import Connections, Request
-from ...rpc.wire import WireError
 from ..stream.buckets import id_dtype
 from . import protocol as P
-from .shares import share_of
+from .shares import NodeShare
 
 
-class OwnedNewIds:
+class OwnedNewIds(NodeShare):
     """This host's rows of the numbering (old2new of its share of the old ids), filled from the
     coordinator's pieces; it answers other hosts' lookups."""
 
     def __init__(self, machine: int, num_nodes: int, num_hosts: int):
-        self.machine, self.num_nodes = machine, num_nodes
-        self.starts = np.array([share_of(num_nodes, h, num_hosts)[0] for h in range(num_hosts)] + [num_nodes],
-                               dtype=np.int64)  # host h owns old ids [starts[h], starts[h + 1])
-        self.lo, self.hi = share_of(num_nodes, machine, num_hosts)
+        super().__init__(machine, num_nodes, num_hosts)
         self.new = np.empty(self.hi - self.lo, dtype=id_dtype(num_nodes))  # (pages taken as they are filled)
-
-    def _check(self, lo: int, hi: int, what: str) -> None:
-        if not self.lo <= lo <= hi <= self.hi:
-            raise WireError(f"machine {self.machine}: {what} {lo}..{hi} are not in its share of the old node ids "
-                            f"[{self.lo}, {self.hi}); ask the host that owns them")
 
     def put(self, h: dict, arrays) -> tuple[dict, list]:
         """A piece of this host's rows of the numbering, from old id `lo` on (the coordinator's)."""
         (piece,) = arrays
         lo = P.field(h, "lo")
-        self._check(lo, lo + piece.size, "new ids sent for old ids")
+        self.check(lo, lo + piece.size, "new ids sent for old ids")
         self.new[lo - self.lo:lo - self.lo + piece.size] = P.ids(piece, self.num_nodes, "new ids")
         return {}, []
 
@@ -47,13 +38,9 @@ class OwnedNewIds:
         """Another host's lookup: the new ids of old ids (one array), or of the old ids [lo, hi)."""
         if arrays:
             (old,) = arrays
-            if old.ndim != 1:
-                raise WireError(f"machine {self.machine}: old ids to look up must be one array of ids")
-            if old.size:
-                self._check(int(old.min()), int(old.max()) + 1, "old ids")
-            return {}, [self.own(old)]
+            return {}, [self.own(self.check_ids(old, "old ids"))]
         lo, hi = P.field(h, "lo"), P.field(h, "hi")
-        self._check(lo, hi, "old ids")
+        self.check(lo, hi, "old ids")
         return {}, [self.new[lo - self.lo:hi - self.lo]]
 
 

@@ -26,7 +26,7 @@ OPEN, LAYOUT, DATA_ROWS, DEGREES, DEGREE_ROWS, ADJACENCY, ADJACENCY_BUCKET, OLD2
 NODE_DATA, SHUFFLE, WRITE, EDGE_MAP_ROWS, MAP_ROWS, COMMIT, ABORT, PROGRESS, EXIT = (
     "node_data", "shuffle", "write", "edge_map_rows", "map_rows", "commit", "abort", "progress", "exit")
 # host -> host
-NODE_ROWS, EDGES, NEW_IDS = "node_rows", "edges", "new_ids"
+NODE_ROWS, EDGES, NEW_IDS, DEGREE_IDS = "node_rows", "edges", "new_ids", "degree_ids"
 BACKGROUND = (DEGREES, ADJACENCY, NODE_DATA, SHUFFLE, WRITE)  # long: run aside while the host keeps receiving
 
 

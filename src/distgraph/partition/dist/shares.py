@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...rpc.wire import WireError
+
 MIN_WORKING_EDGES, MAX_WORKING_EDGES = 1 << 16, 1 << 23
 
 
@@ -30,6 +32,35 @@ class Segment:
 def share_of(total: int, host: int, num_hosts: int) -> tuple[int, int]:
     """The rows [lo, hi) of `total` that host `host` reads."""
     return total * host // num_hosts, total * (host + 1) // num_hosts
+
+
+class NodeShare:
+    """The old node ids [lo, hi) host `machine` of `num_hosts` owns (`share_of` of the node
+    count), every host's bounds, and the check of ids another host sends it."""
+
+    def __init__(self, machine: int, num_nodes: int, num_hosts: int):
+        self.machine, self.num_nodes, self.num_hosts = machine, num_nodes, num_hosts
+        self.starts = np.array([share_of(num_nodes, h, num_hosts)[0] for h in range(num_hosts)] + [num_nodes],
+                               dtype=np.int64)  # host h owns old ids [starts[h], starts[h + 1])
+        self.lo, self.hi = share_of(num_nodes, machine, num_hosts)
+
+    def owners(self, ids: np.ndarray) -> np.ndarray:
+        """The host owning each of old ids `ids`."""
+        return np.searchsorted(self.starts, ids, side="right") - 1
+
+    def check(self, lo: int, hi: int, what: str) -> None:
+        """A `WireError` naming this machine unless old ids [lo, hi) are in its share."""
+        if not self.lo <= lo <= hi <= self.hi:
+            raise WireError(f"machine {self.machine}: {what} {lo}..{hi} are not in its share of the old node ids "
+                            f"[{self.lo}, {self.hi}); ask the host that owns them")
+
+    def check_ids(self, ids: np.ndarray, what: str) -> np.ndarray:
+        """Received old ids, checked one array of ids of this host's share."""
+        if ids.ndim != 1 or ids.dtype.kind not in "iu":
+            raise WireError(f"machine {self.machine}: {what} must be one array of integer ids")
+        if ids.size:
+            self.check(int(ids.min()), int(ids.max()) + 1, what)
+        return ids
 
 
 def my_segments(cg, host: int, num_hosts: int) -> list[Segment]:
