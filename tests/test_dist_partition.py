@@ -259,60 +259,50 @@ def hosts_run(monkeypatch, site, code: str) -> None:
     monkeypatch.setenv("PYTHONPATH", str(site))
 
 
-def test_each_host_holds_only_the_new_ids_of_its_share(ip_config, tmp_path, monkeypatch):
+def held_by_hosts(ip_config, tmp_path, monkeypatch, code: str, names: list[str]) -> list[list[np.ndarray]]:
+    """Partition a graph on the hosts with `code` in their processes, which saves arrays
+    `{name}-{machine}.npy` in the output folder: those arrays of each host, after checking the
+    partitions are partition_stream's."""
     g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
     root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
     partition_stream(from_chunked(root), "g", 5, tmp_path / "single", part_method="random", seed=3)
-    hosts_run(monkeypatch, tmp_path / "site", HOLDING["records what it holds"])
+    hosts_run(monkeypatch, tmp_path / "site", code)
     partition_cluster(root, "g", 5, tmp_path / "dist", ip_config, part_method="random", seed=3)
-    held = [np.load(tmp_path / "dist" / f"held-{m}.npy") for m in range(HOSTS)]
-    for f in (tmp_path / "dist").glob("held-*.npy"):
+    files = [[tmp_path / "dist" / f"{name}-{m}.npy" for name in names] for m in range(HOSTS)]
+    held = [[np.load(f) for f in host] for host in files]
+    for f in sum(files, []):
         f.unlink()
     same_partitions(tmp_path / "single", tmp_path / "dist")
+    return held
+
+
+def test_each_host_holds_only_the_new_ids_of_its_share(ip_config, tmp_path, monkeypatch):
+    held = [h for (h,) in held_by_hosts(ip_config, tmp_path, monkeypatch, HOLDING["records what it holds"], ["held"])]
     assert [(int(h[0]), h.size - 1) for h in held] == [(0, 333), (333, 333), (666, 334)]
     old2new = np.argsort(np.load(tmp_path / "single" / "mapping" / "node._N.npy"))
     assert np.array_equal(np.concatenate([h[1:] for h in held]), old2new)
 
 
-def test_a_lookup_of_ids_another_host_owns_is_refused(ip_config, tmp_path, monkeypatch):
-    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
-    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
-    hosts_run(monkeypatch, tmp_path / "site", HOLDING["asks an owner for ids it does not own"])
-    with pytest.raises(PartitionError, match=r"machine 1 .* refused 'new_ids': machine 1: old ids 332\.\.333 are "
-                                             r"not in its share of the old node ids \[333, 666\); ask the host "
-                                             r"that owns them") as failed:
-        partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="random")
-    assert "\n" not in str(failed.value)
-    assert not [p for p in (tmp_path / "dist").rglob("*") if p.is_file()]
-
-
 def test_each_host_holds_only_the_degrees_of_its_share(ip_config, tmp_path, monkeypatch):
-    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
-    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
-    partition_stream(from_chunked(root), "g", 5, tmp_path / "single", part_method="random", seed=3)
-    hosts_run(monkeypatch, tmp_path / "site", HOLDING["records its degrees"])
-    partition_cluster(root, "g", 5, tmp_path / "dist", ip_config, part_method="random", seed=3)
-    held = [np.load(tmp_path / "dist" / f"held-{m}.npy") for m in range(HOSTS)]
-    dropped = [bool(np.load(tmp_path / "dist" / f"dropped-{m}.npy")[0]) for m in range(HOSTS)]
-    for f in [*(tmp_path / "dist").glob("held-*.npy"), *(tmp_path / "dist").glob("dropped-*.npy")]:
-        f.unlink()
-    same_partitions(tmp_path / "single", tmp_path / "dist")
-    assert [(int(h[0]), (h.size - 1) // 2) for h in held] == [(0, 333), (333, 333), (666, 334)]
-    assert dropped == [True] * HOSTS
-    deg = count_degrees(from_chunked(root))
-    half = [(h.size - 1) // 2 for h in held]
-    assert np.array_equal(np.concatenate([h[1:1 + k] for h, k in zip(held, half)]), deg.in_deg)
-    assert np.array_equal(np.concatenate([h[1 + k:] for h, k in zip(held, half)]), deg.out_deg)
+    held = held_by_hosts(ip_config, tmp_path, monkeypatch, HOLDING["records its degrees"], ["held", "dropped"])
+    assert [(int(h[0]), (h.size - 1) // 2) for h, _ in held] == [(0, 333), (333, 333), (666, 334)]
+    assert [bool(d[0]) for _, d in held] == [True] * HOSTS  # the plan frees them
+    deg = count_degrees(from_chunked(tmp_path / "g"))
+    assert np.array_equal(np.concatenate([h[1:1 + (h.size - 1) // 2] for h, _ in held]), deg.in_deg)
+    assert np.array_equal(np.concatenate([h[1 + (h.size - 1) // 2:] for h, _ in held]), deg.out_deg)
     assert deg.in_deg.sum() == deg.out_deg.sum() == 8000
 
 
-def test_ends_of_edges_sent_to_a_host_that_does_not_own_them_are_refused(ip_config, tmp_path, monkeypatch):
+@pytest.mark.parametrize("fault, message", [
+    ("asks an owner for ids it does not own", r"'new_ids': machine 1: old ids 332\.\.333 are"),
+    ("sends an owner ends it does not own", r"'degree_ids': machine 1: degree ids 332\.\.\d+ are"),
+])
+def test_ids_sent_to_a_host_that_does_not_own_them_are_refused(fault, message, ip_config, tmp_path, monkeypatch):
     g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
     root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
-    hosts_run(monkeypatch, tmp_path / "site", HOLDING["sends an owner ends it does not own"])
-    with pytest.raises(PartitionError, match=r"machine 1 .* refused 'degree_ids': machine 1: degree ids 332\.\.\d+ "
-                                             r"are not in its share of the old node ids \[333, 666\); ask the "
-                                             r"host that owns them") as failed:
+    hosts_run(monkeypatch, tmp_path / "site", HOLDING[fault])
+    with pytest.raises(PartitionError, match=r"machine 1 .* refused " + message + r" not in its share of the old "
+                                             r"node ids \[333, 666\); ask the host that owns them") as failed:
         partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="random")
     assert "\n" not in str(failed.value)
     assert not [p for p in (tmp_path / "dist").rglob("*") if p.is_file()]
