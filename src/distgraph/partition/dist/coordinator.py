@@ -11,7 +11,7 @@ drives them (`protocol`, `hostwork`):
    asks of the hosts holding them;
 2. each host counts the degrees of its share of the edges into the slices of their owners (host
    h holds those of the old ids [h n / H, (h + 1) n / H) only, 16 bytes a node of its share:
-   `degrees`); the coordinator asks each host for its slice, a part at a time;
+   `degrees`); the coordinator asks each host for its slice, a million rows at a time;
 3. the assignment runs here: random, or KaMinPar/METIS on the ParHIP file this process
    assembles bucket by bucket from the hosts' adjacency pieces (its per-node arrays and the
    partitioner's graph are the memory it needs; the edges stay on the hosts);

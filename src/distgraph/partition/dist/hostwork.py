@@ -2,10 +2,12 @@
 of the edge chunks (degrees; pieces of the undirected graph; the shuffle, where each edge goes
 to the host writing its destination's part with its rows of the edge data) and of the node
 data (each row sent to the host writing its node's part), keeps the buckets of its own parts,
-and writes those parts and its pieces of the edge id maps. It holds the new ids of its share of
-the old ids only (4 bytes a node of its share, `lookup`: the others' it asks of their owners a
-piece at a time), degrees of every node (16 bytes a node) while they are counted, data rows a
-message at a time, and its share of the edges and their data, on disk."""
+and writes those parts and its pieces of the edge id maps. Of the per-node arrays it holds those
+of its share of the old ids only: their in- and out-degrees until the plan (16 bytes a node of
+its share, `degrees`: the other ends of its edges it sends their owners a piece at a time) and
+their new ids (4 bytes a node of its share, `lookup`: the others' it asks of their owners a
+piece at a time); data rows a message at a time, and its share of the edges and their data, on
+disk."""
 
 from __future__ import annotations
 
