@@ -219,3 +219,14 @@ def test_a_file_shorter_than_its_rows_is_refused_on_attach(tmp_path):
     with pytest.raises(DistGraphError, match="it changed since its server mapped it"):
         KVStore(0, 0, 1, resolve, SegmentNamer(session, "g", 0), creator=False).shard("feat")
     creator.close()
+
+
+def test_the_range_holding_every_id_skips_empty_ranges_and_refuses_spans():
+    from distgraph.kvstore.client import _holder
+
+    bounds = [0, 5, 5, 10, 12]  # range 1 is empty
+    assert _holder(bounds, 0, 4) == 0
+    assert _holder(bounds, 5, 9) == 2  # equal bounds resolve rightwards, as slot_of does
+    assert _holder(bounds, 10, 11) == 3
+    assert _holder(bounds, 4, 5) is None  # spans ranges 0 and 2
+    assert _holder(bounds, 9, 10) is None

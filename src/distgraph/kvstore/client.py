@@ -262,9 +262,14 @@ class KVClient:
             raise InputError(f"row id {bad} is out of range for tensor {h.name!r} with {h.shape[0]} rows")
         return ids, mn, mx
 
-    def _split(self, h: TensorHandle, ids: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor, list[int]]:
-        """Group ids by slot: (permutation or None if already grouped, grouped ids, slot offsets)."""
-        return self._group(h, ids, slot_of(h.slots, ids))
+    def _split(self, h: TensorHandle, ids: torch.Tensor, mn: int, mx: int
+               ) -> tuple[torch.Tensor | None, torch.Tensor, list[int]]:
+        """Group ids (rows `mn`..`mx`) by slot: (permutation or None if already grouped, grouped
+        ids, slot offsets). Ids all of one slot are grouped as they are, with no search."""
+        one = _holder(h.slots.tolist(), mn, mx)
+        if one is None:
+            return self._group(h, ids, slot_of(h.slots, ids))
+        return None, ids, [0] * (one + 1) + [ids.numel()] * (len(h.slots) - one - 1)
 
     def _group(self, h: TensorHandle, ids: torch.Tensor, slot: torch.Tensor
                ) -> tuple[torch.Tensor | None, torch.Tensor, list[int]]:
@@ -301,8 +306,7 @@ class KVClient:
 
     def _machine_of(self, h: TensorHandle, mn: int, mx: int) -> int | None:
         """The machine holding every row in [mn, mx], if one does."""
-        m = bisect.bisect_right(h.bounds, mn) - 1
-        return m if mx < h.bounds[m + 1] else None
+        return _holder(h.bounds, mn, mx)
 
     def pull(self, h: TensorHandle, ids: torch.Tensor) -> torch.Tensor:
         """Rows `ids` of the tensor, in the order given (duplicates repeated)."""
@@ -327,21 +331,18 @@ class KVClient:
                     plans.append(_PullPlan(h, out, None, [], [(only, None, ids - h.bounds[only])] if ids.numel()
                                            else []))
                 else:
-                    plans.append(self._plan_pull(h, ids, mn, mx, out, reqs))
+                    plans.append(self._plan_pull(h, ids, mn, mx, only, out, reqs))
             batch, skip = self._start(reqs) if reqs or self._outbox else (None, 0)
             return PendingPull(self, plans, batch, skip)
 
-    def _plan_pull(self, h: TensorHandle, ids: torch.Tensor, mn: int, mx: int, out: torch.Tensor,
-                   reqs: list[Request]) -> "_PullPlan":
+    def _plan_pull(self, h: TensorHandle, ids: torch.Tensor, mn: int, mx: int, only: int | None,
+                   out: torch.Tensor, reqs: list[Request]) -> "_PullPlan":
         """Append the requests of a pull to `reqs`; the plan copies mapped rows straight to their
-        places and scatters the replies. Only the ids that travel are grouped by slot; ids all
-        of one server's slot (rows `mn`..`mx`) travel as they are."""
-        bounds = h.slots.tolist()
-        first = bisect.bisect_right(bounds, mn) - 1
-        mapped, positions = [], None
-        if mx < bounds[first + 1] and self.slot_machine[first] not in h.shm:
-            grouped = ids
-            offsets = [0] * (first + 1) + [ids.numel()] * (len(bounds) - first - 1)
+        places and scatters the replies. Only the ids that travel are grouped by slot; ids (rows
+        `mn`..`mx`) all of machine `only`, which is not mapped here, all travel (`_split`)."""
+        mapped = []
+        if only is not None:
+            positions, grouped, offsets = self._split(h, ids, mn, mx)
         else:
             slot = slot_of(h.slots, ids)
             machine = self._slot_machines.index_select(0, slot)
@@ -394,7 +395,7 @@ class KVClient:
             h.shm[only].index_copy_(0, ids - h.bounds[only], values)
             return
         with self._guard():
-            order, grouped, offsets = self._split(h, ids)
+            order, grouped, offsets = self._split(h, ids, mn, mx)
             if order is not None:
                 values = values[order]
             elif optimizer is not None:  # sent while the caller goes on: never the caller's buffers
@@ -531,6 +532,13 @@ class _PullPlan:
             elif rows.data_ptr() != out[s:e].data_ptr():
                 out[s:e] = rows
         return out
+
+
+def _holder(bounds: Sequence[int], mn: int, mx: int) -> int | None:
+    """The range of `bounds` (ascending; empty ranges resolve rightwards) holding every id in
+    [mn, mx], if one does."""
+    at = bisect.bisect_right(bounds, mn) - 1
+    return at if mx < bounds[at + 1] else None
 
 
 def _row_bytes(h: TensorHandle) -> int:
