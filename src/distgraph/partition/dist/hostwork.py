@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from contextlib import contextmanager
 import threading
 from pathlib import Path
 
@@ -151,22 +152,31 @@ class HostWork:
         return dataclasses.replace(self.source, chunks=lambda: ((s, d) for s, d, _ in self._pieces()))
 
     # -- degrees and the assignment's graph ----------------------------------------------------
+    def _held(self, held, what: str, why: str):
+        """`held` (this host's degrees or new ids), or one line saying the host holds none now."""
+        if held is None:
+            raise PartitionError(f"machine {self.machine} holds no {what} now ({why})")
+        return held
+
     def _degrees(self) -> OwnedDegrees:
-        if self.deg is None:
-            raise PartitionError(f"machine {self.machine} holds no degrees now (they are counted before the "
-                                 f"assignment and dropped with its plan)")
-        return self.deg
+        return self._held(self.deg, "degrees", "they are counted before the assignment and dropped with its plan")
+
+    @contextmanager
+    def _peers(self):
+        """Connections to every host for one long operation, closed at its end."""
+        conns = Connections(self.hosts, self.timeout, self.credentials, numpy_replies=True)
+        try:
+            yield conns
+        finally:
+            conns.close()
 
     def degrees(self, h: dict, arrays) -> tuple[dict, list]:
         """Count the degrees of this host's share of the edges: the ends of its share of the old
         ids here, the others' sent to their owners, a piece at a time."""
         deg = self._degrees()
-        conns = Connections(self.hosts, self.timeout, self.credentials, numpy_replies=True)
-        try:
+        with self._peers() as conns:
             for src, dst, _ in self._pieces():
                 conns.call(deg.spread(src, dst))
-        finally:
-            conns.close()
         return {}, []
 
     def degree_ids(self, h: dict, arrays) -> tuple[dict, list]:
@@ -194,10 +204,8 @@ class HostWork:
 
     # -- the numbering, the shuffle and the writing ----------------------------------------------
     def _owned(self) -> OwnedNewIds:
-        if self.new_ids is None:
-            raise PartitionError(f"machine {self.machine} holds no new ids now (they are sent after the assignment "
-                                 f"and dropped when every host's edges are shuffled)")
-        return self.new_ids
+        return self._held(self.new_ids, "new ids",
+                          "they are sent after the assignment and dropped when every host's edges are shuffled")
 
     def old2new(self, h: dict, arrays) -> tuple[dict, list]:
         """A piece of the numbering's rows of this host's share of the old ids."""
@@ -239,9 +247,8 @@ class HostWork:
         """Send every row of this host's share of the node data to the host writing its node's
         part, a slice at a time (a part's rows of a slice are one run of its new ids)."""
         H = len(self.hosts)
-        conns = Connections(self.hosts, self.timeout, self.credentials, numpy_replies=True)
-        new_ids = NewIdLookup(self._owned(), conns)
-        try:
+        with self._peers() as conns:
+            new_ids = NewIdLookup(self._owned(), conns)
             for i, a in enumerate(self.arrays):
                 if a.kind != "node":
                     continue
@@ -261,8 +268,6 @@ class HostWork:
                                         [rows[order[starts[p]:starts[p + 1]]]])
                                 for p in np.flatnonzero(np.diff(starts)).tolist()])
                     self.progress += end - at
-        finally:
-            conns.close()
         return {}, []
 
     def node_rows(self, h: dict, arrays) -> tuple[dict, list]:
@@ -275,10 +280,9 @@ class HostWork:
     def shuffle(self, h: dict, arrays) -> tuple[dict, list]:
         """Send every edge of this host's share to the host of its destination's part."""
         H = len(self.hosts)
-        conns = Connections(self.hosts, self.timeout, self.credentials, numpy_replies=True)
-        router = EdgeRouter(self.source, NewIdLookup(self._owned(), conns), self.bounds, self.bucket_part,
-                            self.part_starts)
-        try:
+        with self._peers() as conns:
+            router = EdgeRouter(self.source, NewIdLookup(self._owned(), conns), self.bounds, self.bucket_part,
+                                self.part_starts)
             for src, dst, first, etype, data in self._pieces(data=True):
                 b, cols = router.route(src, dst, first)
                 order, starts = group_keys(host_of_part(self.bucket_part[b], H), H)
@@ -286,8 +290,6 @@ class HostWork:
                 grouped += [D.as_bytes(rows)[order] for rows in data]
                 conns.call([Request(t, {"op": P.EDGES, "etype": etype}, [a[starts[t]:starts[t + 1]] for a in grouped])
                             for t in range(H) if starts[t + 1] > starts[t]])
-        finally:
-            conns.close()
         return {"per_type": router.per_type.tolist(), "cut": router.cut}, []
 
     def edges(self, h: dict, arrays) -> tuple[dict, list]:
