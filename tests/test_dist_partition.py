@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from distgraph.partition import load_partition
 from distgraph.partition.dist import partition_cluster
 from distgraph.partition.dist import protocol as P
 from distgraph.partition.dist.degrees import OwnedDegrees
-from distgraph.partition.dist.lookup import OwnedNewIds
+from distgraph.partition.dist.lookup import NewIdLookup, OwnedNewIds
 from distgraph.partition.stream import from_chunked, partition_stream
 from distgraph.partition.stream.writer import count_degrees
 from distgraph.rpc.wire import WireError
@@ -343,6 +344,29 @@ def test_an_owner_answers_only_ids_of_its_share():
         owned.answer({"lo": 5, "hi": 7}, [])
     with pytest.raises(WireError, match=r"new ids sent for old ids 6\.\.7 are not in its share"):
         owned.put({"lo": 6}, [np.array([1], dtype=np.int32)])
+
+
+class OwnersByHand:
+    """Connections whose owners answer from their `OwnedNewIds` at once, recording every batch."""
+
+    def __init__(self, owners: list[OwnedNewIds]):
+        self.owners, self.batches = owners, []
+
+    def call(self, requests) -> list[SimpleNamespace]:
+        self.batches.append([(r.peer, r.arrays[0].tolist()) for r in requests])
+        return [SimpleNamespace(arrays=self.owners[r.peer].answer(r.header, r.arrays)[1]) for r in requests]
+
+
+def test_both_ends_of_a_piece_are_looked_up_in_one_request_to_each_owner():
+    old2new = np.array([4, 9, 0, 7, 1, 8, 2, 6, 3, 5])
+    owners = [OwnedNewIds(m, 10, 3) for m in range(3)]  # old ids [0, 3), [3, 6), [6, 10)
+    for o in owners:
+        o.put({"lo": o.lo}, [old2new[o.lo:o.hi].astype(np.int32)])
+    conns = OwnersByHand(owners)
+    dst, src = np.array([9, 0, 4, 9]), np.array([4, 7, 1, 0])
+    nd, ns = NewIdLookup(owners[0], conns).pair(dst, src)
+    assert (nd.tolist(), ns.tolist()) == (old2new[dst].tolist(), old2new[src].tolist())
+    assert conns.batches == [[(1, [4]), (2, [7, 9])]]  # one round; each distinct id of either end once
 
 
 def test_options_that_need_one_host_are_refused_with_ip_config(chunked, ip_config, tmp_path, capsys):

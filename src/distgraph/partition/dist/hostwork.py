@@ -281,7 +281,7 @@ class HostWork:
         """Send every edge of this host's share to the host of its destination's part."""
         H = len(self.hosts)
         with self._peers() as conns:
-            router = EdgeRouter(self.source, NewIdLookup(self._owned(), conns), self.bounds, self.bucket_part,
+            router = EdgeRouter(self.source, NewIdLookup(self._owned(), conns).pair, self.bounds, self.bucket_part,
                                 self.part_starts)
             for src, dst, first, etype, data in self._pieces(data=True):
                 b, cols = router.route(src, dst, first)

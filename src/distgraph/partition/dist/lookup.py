@@ -51,13 +51,13 @@ class NewIdLookup:
     def __init__(self, owned: OwnedNewIds, conns: Connections):
         self.owned, self.conns = owned, conns
 
-    def __call__(self, old: np.ndarray) -> np.ndarray:
-        """The new ids of `old` (any order, repeats, all below the node count): each distinct id
-        asked once, in the ids' type (int32 below 2**31 nodes: the sort and the messages halved)."""
-        uniq, inverse = np.unique(old.astype(self.owned.new.dtype, copy=False), return_inverse=True)
+    def pair(self, dst: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The new ids of both ends of edges in one lookup: each distinct id of either asked once,
+        in the ids' type (int32 below 2**31 nodes: the sort and the messages halved)."""
+        uniq, inverse = np.unique(np.concatenate((dst, src), dtype=self.owned.new.dtype), return_inverse=True)
         at = np.searchsorted(uniq, self.owned.starts)  # owner h's ids are uniq[at[h]:at[h + 1]]
         new = self._gather(at, lambda h: ({}, [uniq[at[h]:at[h + 1]]]))
-        return new[inverse.reshape(-1)]
+        return new[inverse[:dst.size]], new[inverse[dst.size:]]
 
     def range(self, lo: int, hi: int) -> np.ndarray:
         """The new ids of old ids [lo, hi): each owner asked for its part of the range."""

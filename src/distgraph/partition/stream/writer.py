@@ -304,7 +304,7 @@ def _write_parts(source, out, deg, numbering: Numbering, node_names, edge_names,
     """Spread the edges into buckets and write every partition; (their config entries, edge
     ranges, cut edges)."""
     num_parts, R, m = numbering.node_ranges.shape[0], len(source.canonical_etypes), source.num_edges()
-    router = EdgeRouter(source, numbering.old2new.__getitem__, numbering.bounds, numbering.bucket_part,
+    router = EdgeRouter(source, numbering.pair, numbering.bounds, numbering.bucket_part,
                         numbering.part_starts)
     columns = edge_columns(source.num_nodes(), m)
     with Buckets(out, numbering.bounds.size - 1, columns, "edges") as buckets:
