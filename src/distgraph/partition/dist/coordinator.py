@@ -170,8 +170,8 @@ class _Run:
     def __init__(self, hosts: _Hosts, source, num_parts: int, out: Path, graph_name: str):
         self.hosts, self.source, self.num_parts, self.out, self.graph_name = hosts, source, num_parts, out, graph_name
         self.n, self.m = source.num_nodes(), source.num_edges()
-        share = -(-self.m // hosts.num)
-        self.bucket_edges = max(working_edges(share), -(-self.m // MAX_BUCKETS))
+        self.working = working_edges(-(-self.m // hosts.num))
+        self.bucket_edges = max(self.working, -(-self.m // MAX_BUCKETS))  # the undirected graph: hosts open all
         self.cleared = False  # the output folders were cleared: what is in them from then on is this run's
 
     def data_layout(self, local_in: Path, reports: list) -> None:
@@ -194,7 +194,7 @@ class _Run:
         parts = assign(self.source, deg, self.num_parts, part_method, seed, self.out, weights, self.bucket_edges,
                        threads, self.hosts.progress, write_graph=self.undirected_graph(weights))
         t_assign = time.perf_counter() - t0
-        numbering = number_nodes(self.source, parts, self.num_parts, deg.in_deg, self.bucket_edges)
+        numbering = number_nodes(self.source, parts, self.num_parts, deg.in_deg, self.edge_bucket_edges(parts, deg))
         del parts
         self.send_numbering(numbering, deg)
         del deg
@@ -219,6 +219,14 @@ class _Run:
         self.hosts.each(P.COMMIT, config=text)
         write_config(self.out / f"{self.graph_name}.json", text)
         return stats
+
+    def edge_bucket_edges(self, parts: np.ndarray, deg: Degrees) -> int:
+        """In-edges of a bucket of the shuffled edges: a host's working size, unless its parts'
+        buckets would then be more than MAX_BUCKETS (a host opens the bucket files of its own parts only)."""
+        per_part = np.bincount(parts, weights=deg.in_deg, minlength=self.num_parts)
+        per_host = np.bincount(host_of_part(np.arange(self.num_parts), self.hosts.num), weights=per_part,
+                               minlength=self.hosts.num)
+        return max(self.working, -(-int(per_host.max()) // MAX_BUCKETS))
 
     def share_slices(self):
         """Every host's share of the old ids in slices of at most ROWS_PER_MESSAGE rows, one of

@@ -4,7 +4,9 @@ reads rows [h N / H, (h + 1) N / H) of N (`share_of`), applied to
   same rows of each edge type's data, which travel with the edges;
 - each node type's ids, for that type's node data.
 Only the chunk files holding its share need to be on a host. Host h writes the parts h, h + H,
-...; it works in pieces and buckets of a twentieth of its share of the edges."""
+...; it works in pieces and buckets of a twentieth of its share of the edges, at most
+MAX_WORKING_EDGES: its working arrays (about 150 bytes an edge of a piece or bucket) stay near
+40 MB however large its share."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import numpy as np
 
 from ...rpc.wire import WireError
 
-MIN_WORKING_EDGES, MAX_WORKING_EDGES = 1 << 16, 1 << 23
+MIN_WORKING_EDGES, MAX_WORKING_EDGES = 1 << 16, 1 << 18
 
 
 @dataclass(frozen=True)
@@ -97,5 +99,6 @@ def my_parts(num_parts: int, host: int, num_hosts: int) -> list[int]:
 
 
 def working_edges(edges_held: int) -> int:
-    """Edges a host handles at once (a piece read, a bucket written): a twentieth of those it holds."""
+    """Edges a host handles at once (a piece read, a bucket written): a twentieth of those it
+    holds, within [MIN_WORKING_EDGES, MAX_WORKING_EDGES]."""
     return int(np.clip(edges_held // 20, MIN_WORKING_EDGES, MAX_WORKING_EDGES))
