@@ -214,3 +214,23 @@ def test_string_ids_of_an_edge_list_are_kept_as_partition_graph_keeps_them(tmp_p
     partition_stream(from_npz(tmp_path / "g.npz"), "g", 2, tmp_path / "stream", part_method="random", seed=1)
     same_partitions(tmp_path / "memory", tmp_path / "stream")
     assert (tmp_path / "stream" / "mapping" / "node_names.npy").is_file()
+
+
+def test_halo_bits_rank_and_list_the_halo_as_a_sorted_array_would(monkeypatch):
+    from distgraph.partition.stream import halo as halo_mod
+
+    monkeypatch.setattr(halo_mod, "WORDS_PER_PIECE", 3)  # the listing crosses pieces
+    n = 64 * 10 + 5  # the last word only part full
+    rng = np.random.default_rng(0)
+    h = halo_mod.Halo(n)
+    for _ in range(2):  # a second part reuses the bits after clear
+        ids = rng.integers(0, n, 300, dtype=np.int64)
+        ids = np.concatenate([ids, [0, 63, 64, n - 1]]).astype(np.int32)
+        for piece in np.array_split(ids, 4):
+            h.add(piece)
+        want = np.unique(ids)
+        assert h.count() == want.size
+        assert np.array_equal(np.concatenate(list(h.ids())), want)
+        assert np.array_equal(h.rank(ids.astype(np.int64)), np.searchsorted(want, ids))
+        h.clear()
+    assert h.count() == 0 and np.concatenate(list(h.ids())).size == 0

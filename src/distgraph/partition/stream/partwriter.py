@@ -13,10 +13,17 @@ import numpy as np
 
 from ...arrays import group_keys
 from ..layout import PartMeta, part_files
+from .halo import Halo
 from .npyfile import NpyFile, save_rows
 from .source import StreamSource
 
 EDGE_MAP = "mapping/edge.{}.npy"  # the id map of edge type "s:r:d", under the output folder
+
+
+def _append_same(f: NpyFile, count: int, value: int, piece: int = 1 << 20) -> None:
+    """`count` rows of `value` appended to `f`, a million at a time."""
+    for at in range(0, count, piece):
+        f.append(np.full(min(piece, count - at), value, dtype=np.int64))
 
 
 class _PartOut:
@@ -42,10 +49,9 @@ class _PartOut:
 
     def finish(self, halo: int) -> None:
         """Halo nodes have no in-edges here: their runs all start (and end) at the last edge."""
-        end = np.full(halo + 1, self.edges, dtype=np.int64)
-        self.indptr.append(end)
+        _append_same(self.indptr, halo + 1, self.edges)
         if self.typed is not None:
-            self.typed.append(np.full(halo * self.types + 1, self.edges, dtype=np.int64))
+            _append_same(self.typed, halo * self.types + 1, self.edges)
         for f in (self.indices, self.eids, self.indptr, self.typed):
             if f is not None:
                 f.close()
@@ -66,7 +72,7 @@ class PartWriter:
         self.node_ranges, self.edge_ranges, self.new2old = node_ranges, edge_ranges, new2old
         self.node_names, self.edge_names = node_names, edge_names
         self.R = len(source.canonical_etypes)
-        self.local = np.full(source.num_nodes(), -1, dtype=new2old.dtype)  # a part's halo nodes -> local ids
+        self.halo = Halo(source.num_nodes())
         # where each (part, edge type) block starts in that type's id map: earlier parts' blocks
         sizes = edge_ranges[:, :, 1] - edge_ranges[:, :, 0]
         self.type_at = np.cumsum(sizes, axis=0) - sizes
@@ -80,20 +86,18 @@ class PartWriter:
         lo, hi = int(self.node_ranges[p, 0, 0]), int(self.node_ranges[p, -1, 1])
         n_inner = hi - lo
         mine = np.flatnonzero(self.bucket_part == p)
-        seen = np.zeros(self.source.num_nodes(), dtype=bool)
         for b in mine:
             s = self.buckets.read(b, ("src",))["src"]
-            seen[s[(s < lo) | (s >= hi)]] = True
-        halo = np.flatnonzero(seen)
-        del seen
-        self.local[halo] = n_inner + np.arange(halo.size)
+            self.halo.add(s[(s < lo) | (s >= hi)])
+        num_halo = self.halo.count()
         files = part_files(p, self.node_names, self.edge_names, typed=R > 1)
         if R == 1:
             files["eids"] = None
-        n_local = n_inner + halo.size
+        n_local = n_inner + num_halo
         gnid = NpyFile(self.out / files["global_nid"], np.int64, (n_local,))
         gnid.append(np.arange(lo, hi, dtype=np.int64))
-        gnid.append(halo)
+        for ids in self.halo.ids():
+            gnid.append(ids)
         gnid.close()
         save_rows(self.out / files["out_degree"], np.arange(n_inner), out_degree)
         e_lo, e_hi = int(self.edge_ranges[p, 0, 0]), int(self.edge_ranges[p, -1, 1])
@@ -117,8 +121,9 @@ class PartWriter:
                 ldst, src, eid = ldst[by_eid], src[by_eid], eid[by_eid]
             et = self.source.edge_type_ids(eid) if R > 1 else np.zeros(eid.size, dtype=np.int64)
             order, starts = group_keys(ldst * R + et, rows * R)  # CSC: by (destination, type, original id)
-            inside = (src >= lo) & (src < hi)
-            local_src = np.where(inside, src - lo, self.local[src])
+            outside = (src < lo) | (src >= hi)
+            local_src = src - lo
+            local_src[outside] = n_inner + self.halo.rank(src[outside])
             # edge ids: by (type, destination, original id) within the part
             by_type, tstarts = group_keys(et * rows + ldst, R * rows)
             new_eid = np.empty(eid.size, dtype=np.int64)
@@ -134,11 +139,11 @@ class PartWriter:
                     f.write_at(int(done[t]), self.edge_rows(b, t, name, orig))
                 done[t] += z - a
             csc.add(starts, local_src[order], new_eid[order] if R > 1 else None)
-        csc.finish(halo.size)
+        csc.finish(num_halo)
         for fs in edge_data.values():
             for f in fs.values():
                 f.close()
-        self.local[halo] = -1
+        self.halo.clear()
         self.node_data(p, files)
         return PartMeta(p, n_inner, n_local, e_hi - e_lo, e_hi - e_lo, files)
 

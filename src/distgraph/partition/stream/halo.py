@@ -1,0 +1,51 @@
+"""A part's halo (the sources of its in-edges outside it) as a bit per node id of the graph and
+a count per 64 ids: a quarter of a byte a node, where an array of local ids takes 4 or 8. A halo
+node's local id follows the part's inner nodes, in id order: its rank among the halo."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+WORDS_PER_PIECE = 1 << 16  # words expanded at once when the halo's ids are listed (4M ids)
+
+
+def _bits(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(word, bit mask) of each id."""
+    return ids >> 6, np.left_shift(np.uint64(1), (ids & 63).astype(np.uint64))
+
+
+class Halo:
+    """The halo of one part at a time: `add` its nodes, `count` them, then `rank` and `ids`;
+    `clear` for the next part."""
+
+    def __init__(self, num_nodes: int):
+        self.words = np.zeros(-(-num_nodes // 64), dtype=np.uint64)
+        self.before = np.zeros(0, dtype=np.int64)  # halo nodes in the words before each (after `count`)
+
+    def add(self, ids: np.ndarray) -> None:
+        """Mark node ids `ids` (repeats allowed) as halo nodes."""
+        word, bit = _bits(ids)
+        np.bitwise_or.at(self.words, word, bit)
+
+    def count(self) -> int:
+        """The number of halo nodes (`rank` and `ids` hold from here until `clear`)."""
+        counts = np.bitwise_count(self.words)
+        self.before = np.cumsum(counts, dtype=np.int64) - counts
+        return int(self.before[-1] + counts[-1]) if counts.size else 0
+
+    def rank(self, ids: np.ndarray) -> np.ndarray:
+        """The halo nodes below each of halo nodes `ids`: their index in the halo (int64)."""
+        word, bit = _bits(ids)
+        return self.before[word] + np.bitwise_count(self.words[word] & (bit - np.uint64(1)))
+
+    def ids(self) -> Iterator[np.ndarray]:
+        """The halo's node ids in ascending order (int64), a piece at a time."""
+        for lo in range(0, self.words.size, WORDS_PER_PIECE):
+            raw = self.words[lo:lo + WORDS_PER_PIECE].astype("<u8", copy=False).view(np.uint8)
+            yield np.flatnonzero(np.unpackbits(raw, bitorder="little")) + lo * 64
+
+    def clear(self) -> None:
+        self.words[:] = 0
+        self.before = np.zeros(0, dtype=np.int64)
