@@ -16,7 +16,8 @@ from ...errors import PartitionError
 from ...rpc.wire import WireError
 from .shares import my_rows
 
-DATA_BYTES_PER_MESSAGE = 4 << 20  # data rows travel (and are read) in slices of about this many bytes
+DATA_BYTES_PER_MESSAGE = 4 << 20  # data rows travel (and are read) in slices of about this many bytes,
+MAX_ROWS_PER_MESSAGE = 1 << 18  # and of at most this many rows (their new ids and grouping take ~40 bytes a row)
 
 
 @dataclass
@@ -140,7 +141,7 @@ def apply(arrays: list[DataArray], sent: list) -> None:
 
 def rows_per_message(row_bytes: int) -> int:
     """Data rows of `row_bytes` bytes that travel (and are read) at once."""
-    return max(1, DATA_BYTES_PER_MESSAGE // max(1, row_bytes))
+    return max(1, min(MAX_ROWS_PER_MESSAGE, DATA_BYTES_PER_MESSAGE // max(1, row_bytes)))
 
 
 def as_bytes(rows: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ of its share of the old ids only: their in- and out-degrees until the plan (16 b
 its share, `degrees`: the other ends of its edges it sends their owners a piece at a time) and
 their new ids (4 bytes a node of its share, `lookup`: the others' it asks of their owners a
 piece at a time); data rows a message at a time, and its share of the edges and their data, on
-disk."""
+disk. Over every node it holds only the bits of a part's halo while writing it (`stream.halo`)."""
 
 from __future__ import annotations
 
