@@ -148,6 +148,27 @@ def test_a_data_chunk_missing_on_a_host_is_named(held_by, message, ip_config, tm
     assert not [p for p in (tmp_path / "disks").rglob("*") if p.is_file() and "out" in p.parts], "files written"
 
 
+def test_a_hosts_edge_buckets_are_bounded_by_its_own_parts(ip_config, tmp_path, monkeypatch):
+    """Edge buckets hold the working size of edges, or more when a host's parts would have more
+    than MAX_BUCKETS of them (a host opens only its own parts' bucket files), not the whole graph's."""
+    from distgraph.partition.dist import coordinator, shares
+
+    monkeypatch.setattr(shares, "MIN_WORKING_EDGES", 100)
+    monkeypatch.setattr(shares, "MAX_WORKING_EDGES", 100)
+    monkeypatch.setattr(coordinator, "MAX_BUCKETS", 4)
+    seen = []
+    number = coordinator.number_nodes
+    monkeypatch.setattr(coordinator, "number_nodes", lambda *a: seen.append(a) or number(*a))
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    partition_stream(from_chunked(root), "g", 5, tmp_path / "single", part_method="random", seed=3)
+    partition_cluster(root, "g", 5, tmp_path / "dist", ip_config, part_method="random", seed=3)
+    same_partitions(tmp_path / "single", tmp_path / "dist")
+    (_, parts, _, in_deg, bucket_edges), = seen
+    host_edges = np.bincount(parts % HOSTS, weights=in_deg)
+    assert bucket_edges == -(-int(host_edges.max()) // 4) < -(-8000 // 4)
+
+
 def test_kaminpar_runs_on_the_graph_assembled_from_the_hosts_pieces(ip_config, tmp_path):
     g = generate_sbm(2000, 20000, num_classes=4, feat_dim=4, seed=3)
     root = chunked_copy(g, tmp_path / "g", edge_chunks=5).parent

@@ -219,7 +219,8 @@ def test_string_ids_of_an_edge_list_are_kept_as_partition_graph_keeps_them(tmp_p
 def test_halo_bits_rank_and_list_the_halo_as_a_sorted_array_would(monkeypatch):
     from distgraph.partition.stream import halo as halo_mod
 
-    monkeypatch.setattr(halo_mod, "WORDS_PER_PIECE", 3)  # the listing crosses pieces
+    monkeypatch.setattr(halo_mod, "WORDS_PER_PIECE", 3)  # the listing and the local ids cross pieces
+    monkeypatch.setattr(halo_mod, "IDS_PER_PIECE", 7)
     n = 64 * 10 + 5  # the last word only part full
     rng = np.random.default_rng(0)
     h = halo_mod.Halo(n)
@@ -232,5 +233,14 @@ def test_halo_bits_rank_and_list_the_halo_as_a_sorted_array_would(monkeypatch):
         assert h.count() == want.size
         assert np.array_equal(np.concatenate(list(h.ids())), want)
         assert np.array_equal(h.rank(ids.astype(np.int64)), np.searchsorted(want, ids))
+        lo, hi = 100, 200  # a part of inner nodes [100, 200), its halo ids outside them
+        h.clear()
+        outside = ids[(ids < lo) | (ids >= hi)]
+        h.add(outside)
+        h.count()
+        ends = np.concatenate([ids, np.arange(lo, hi, dtype=np.int32)])
+        want = np.unique(outside)
+        local = np.where((ends >= lo) & (ends < hi), ends - lo, hi - lo + np.searchsorted(want, ends))
+        assert np.array_equal(h.local_ids(ends, lo, hi), local)
         h.clear()
     assert h.count() == 0 and np.concatenate(list(h.ids())).size == 0

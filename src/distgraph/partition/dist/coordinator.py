@@ -171,7 +171,7 @@ class _Run:
         self.hosts, self.source, self.num_parts, self.out, self.graph_name = hosts, source, num_parts, out, graph_name
         self.n, self.m = source.num_nodes(), source.num_edges()
         self.working = working_edges(-(-self.m // hosts.num))
-        self.bucket_edges = max(self.working, -(-self.m // MAX_BUCKETS))  # the undirected graph: hosts open all
+        self.bucket_edges = max(self.working, -(-self.m // MAX_BUCKETS))  # row buckets: each host writes to all
         self.cleared = False  # the output folders were cleared: what is in them from then on is this run's
 
     def data_layout(self, local_in: Path, reports: list) -> None:

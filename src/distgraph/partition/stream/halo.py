@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 
 WORDS_PER_PIECE = 1 << 16  # words expanded at once when the halo's ids are listed (4M ids)
-IDS_PER_PIECE = 1 << 18  # ids ranked at once (their temporaries about 40 bytes an id)
+IDS_PER_PIECE = 1 << 18  # ids given local ids at once (their temporaries about 40 bytes an id)
 _BIT = np.left_shift(np.uint64(1), np.arange(64, dtype=np.uint64))  # an id's bit in its word, by id % 64
 _BELOW = _BIT - np.uint64(1)  # the bits below it
 
@@ -34,13 +34,21 @@ class Halo:
 
     def rank(self, ids: np.ndarray) -> np.ndarray:
         """The halo nodes below each of halo nodes `ids`: their index in the halo (int64)."""
+        word = ids >> 6
+        bits = self.words[word]
+        bits &= _BELOW[ids & 63]
+        return self.before[word] + np.bitwise_count(bits)
+
+    def local_ids(self, ids: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """The local ids of nodes `ids` in the part of inner nodes [lo, hi) whose halo this is:
+        an inner node's offset in [lo, hi), a halo node's rank after them (int64, a piece at a time)."""
         out = np.empty(ids.size, dtype=np.int64)
         for at in range(0, ids.size, IDS_PER_PIECE):
             piece = ids[at:at + IDS_PER_PIECE]
-            word = piece >> 6
-            bits = self.words[word]
-            bits &= _BELOW[piece & 63]
-            out[at:at + piece.size] = self.before[word] + np.bitwise_count(bits)
+            local = piece.astype(np.int64) - lo
+            outside = (piece < lo) | (piece >= hi)
+            local[outside] = (hi - lo) + self.rank(piece[outside])
+            out[at:at + piece.size] = local
         return out
 
     def ids(self) -> Iterator[np.ndarray]:

@@ -121,9 +121,7 @@ class PartWriter:
                 ldst, src, eid = ldst[by_eid], src[by_eid], eid[by_eid]
             et = self.source.edge_type_ids(eid) if R > 1 else np.zeros(eid.size, dtype=np.int64)
             order, starts = group_keys(ldst * R + et, rows * R)  # CSC: by (destination, type, original id)
-            outside = (src < lo) | (src >= hi)
-            local_src = src - lo
-            local_src[outside] = n_inner + self.halo.rank(src[outside])
+            local_src = self.halo.local_ids(src, lo, hi)
             # edge ids: by (type, destination, original id) within the part
             by_type, tstarts = group_keys(et * rows + ldst, R * rows)
             new_eid = np.empty(eid.size, dtype=np.int64)
