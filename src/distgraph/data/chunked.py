@@ -231,6 +231,7 @@ class ChunkedGraph:
         for i in range(lo, hi, piece):
             block = np.asarray(a[i:min(i + piece, hi)])
             src, dst = block[:, 0].astype(np.int64), block[:, 1].astype(np.int64)
+            del block  # (not held while the consumer works on the piece)
             if src.size and (src.min() < 0 or src.max() >= ns or dst.min() < 0 or dst.max() >= nd):
                 raise InputError(f"chunk {f.path} has node ids outside [0, {ns}) x [0, {nd}) of edge type "
                                  f"{':'.join(etype)}; fix the ids or the node counts")

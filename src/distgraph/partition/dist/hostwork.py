@@ -139,11 +139,13 @@ class HostWork:
             for src, dst in self.cg.file_chunks(g.etype, g.index, piece, (g.lo, g.hi)):
                 if self.stopping.is_set():
                     raise PartitionError(f"machine {self.machine}: stopped")
+                src += bs  # (fresh arrays: shifted in place, not copied beside them)
+                dst += bd
                 if data:
                     first = at - int(self.source.etype_offsets[t])
-                    yield src + bs, dst + bd, at, t, [r.read(first, first + src.size) for r in readers.get(t, ())]
+                    yield src, dst, at, t, [r.read(first, first + src.size) for r in readers.get(t, ())]
                 else:
-                    yield src + bs, dst + bd, at
+                    yield src, dst, at
                 at += src.size
                 self.progress += src.size
 
