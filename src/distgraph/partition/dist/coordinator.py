@@ -58,6 +58,7 @@ from .processes import HostProcesses
 from .shares import host_of_part, my_parts, share_of, working_edges
 
 ROWS_PER_MESSAGE = 1 << 20  # per-node arrays travel in slices of this many rows
+ROW_BUCKET_EDGES = 1 << 23  # the most a row bucket of the undirected graph holds, unless MAX_BUCKETS needs more
 MAP_ROWS_PER_MESSAGE = 1 << 18  # edge id maps in slices of this many (a host reads and sends them)
 LONG_SECONDS = 7 * 24 * 3600.0  # a long operation's deadline: a dead host is noticed at once anyway
 PROGRESS_SECONDS = 0.5
@@ -170,8 +171,11 @@ class _Run:
     def __init__(self, hosts: _Hosts, source, num_parts: int, out: Path, graph_name: str):
         self.hosts, self.source, self.num_parts, self.out, self.graph_name = hosts, source, num_parts, out, graph_name
         self.n, self.m = source.num_nodes(), source.num_edges()
-        self.working = working_edges(-(-self.m // hosts.num))
-        self.bucket_edges = max(self.working, -(-self.m // MAX_BUCKETS))  # row buckets: each host writes to all
+        share = -(-self.m // hosts.num)
+        self.working = working_edges(share)
+        # the undirected graph's row buckets: each host writes to all (fewer, larger ones take less time),
+        # and this process holds one at a time
+        self.bucket_edges = max(working_edges(share, ROW_BUCKET_EDGES), -(-self.m // MAX_BUCKETS))
         self.cleared = False  # the output folders were cleared: what is in them from then on is this run's
 
     def data_layout(self, local_in: Path, reports: list) -> None:

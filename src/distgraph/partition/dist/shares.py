@@ -98,7 +98,7 @@ def my_parts(num_parts: int, host: int, num_hosts: int) -> list[int]:
     return list(range(host, num_parts, num_hosts))
 
 
-def working_edges(edges_held: int) -> int:
+def working_edges(edges_held: int, most: int | None = None) -> int:
     """Edges a host handles at once (a piece read, a bucket written): a twentieth of those it
-    holds, within [MIN_WORKING_EDGES, MAX_WORKING_EDGES]."""
-    return int(np.clip(edges_held // 20, MIN_WORKING_EDGES, MAX_WORKING_EDGES))
+    holds, within [MIN_WORKING_EDGES, `most` or MAX_WORKING_EDGES]."""
+    return int(np.clip(edges_held // 20, MIN_WORKING_EDGES, most or MAX_WORKING_EDGES))
