@@ -112,7 +112,11 @@ class Poller:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self.sample(self.root.children(recursive=True))
+            try:
+                processes = self.root.children(recursive=True)
+            except psutil.NoSuchProcess:  # a child that ended while the tree was listed: list it again next time
+                continue
+            self.sample(processes)
 
     def stop(self) -> None:
         self._stop.set()
