@@ -38,13 +38,14 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def free_base_port(count: int) -> int:
-    """A port p from the OS such that p .. p+count-1 are free on 127.0.0.1 right now."""
+def free_base_port(count: int, taken: set[int] = frozenset()) -> int:
+    """A port p from the OS such that p .. p+count-1 are free on 127.0.0.1 right now and none
+    is in `taken` (ports already given out but not yet bound: the OS may offer one again)."""
     for _ in range(200):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             base = s.getsockname()[1]
-        if base + count > 65535:
+        if base + count > 65535 or taken.intersection(range(base, base + count)):
             continue
         held = []
         try:
@@ -62,9 +63,11 @@ def free_base_port(count: int) -> int:
 
 
 def write_ip_config(path: Path, servers_per_machine: list[int]) -> Path:
-    lines = ["# test cluster on loopback", ""]
+    lines, taken = ["# test cluster on loopback", ""], set()
     for n in servers_per_machine:
-        lines.append(f"127.0.0.1 {free_base_port(n)} {n}")
+        base = free_base_port(n, taken)
+        taken.update(range(base, base + n))
+        lines.append(f"127.0.0.1 {base} {n}")
     path.write_text("\n".join(lines) + "\n")
     return path
 
