@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import random
 import socket
 from functools import lru_cache
+from pathlib import Path
 
 import psutil
 
@@ -46,8 +48,27 @@ def interface_of(host: str) -> str | None:
     return None
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LISTEN_PORTS_BELOW = 10000  # how many ports under the ephemeral range a listening port is drawn from
+
+
 def free_port(host: str) -> int:
-    """A TCP port that is free on this host right now (asked from the OS)."""
+    """A TCP port free on `host` right now, for a process to listen on later: drawn below the
+    range the OS gives outgoing connections, so no connection made in between takes it (a port
+    from bind(0) is in that range); the OS's choice when none there is free."""
+    try:
+        start = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        start = 32768  # Linux's default
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    low = max(1024, start - LISTEN_PORTS_BELOW)
+    for port in random.sample(range(low, start), min(64, max(0, start - low))):
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
     return free_ports(host, 1)[0]
 
 
