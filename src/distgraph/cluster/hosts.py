@@ -53,32 +53,31 @@ LISTEN_PORTS_BELOW = 10000  # how many ports under the ephemeral range a listeni
 
 
 def free_port(host: str) -> int:
-    """A TCP port free on `host` right now, for a process to listen on later: drawn below the
-    range the OS gives outgoing connections, so no connection made in between takes it (a port
-    from bind(0) is in that range); the OS's choice when none there is free."""
+    """A TCP port free on `host` right now, for a process to listen on later (`free_ports`)."""
+    return free_ports(host, 1)[0]
+
+
+def free_ports(host: str, n: int) -> list[int]:
+    """`n` distinct TCP ports free on `host` right now (all held at once), for processes to
+    listen on later: drawn below the range the OS gives outgoing connections, so no connection
+    made in between takes one (a port from bind(0) is in that range); the OS's choice for any
+    not found there."""
     try:
         start = int(EPHEMERAL_RANGE.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         start = 32768  # Linux's default
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     low = max(1024, start - LISTEN_PORTS_BELOW)
-    for port in random.sample(range(low, start), min(64, max(0, start - low))):
-        with socket.socket(family, socket.SOCK_STREAM) as s:
-            try:
-                s.bind((host, port))
-            except OSError:
-                continue
-            return port
-    return free_ports(host, 1)[0]
-
-
-def free_ports(host: str, n: int) -> list[int]:
-    """`n` distinct TCP ports free on `host` right now (asked from the OS, all held at once)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    socks = [socket.socket(family, socket.SOCK_STREAM) for _ in range(n)]
+    tries = iter(random.sample(range(low, start), min(64 + n, max(0, start - low))))
+    socks = []
     try:
-        for s in socks:
-            s.bind((host, 0))
+        while len(socks) < n:
+            s = socket.socket(family, socket.SOCK_STREAM)
+            socks.append(s)
+            try:
+                s.bind((host, next(tries, 0)))
+            except OSError:
+                socks.pop().close()
         return [s.getsockname()[1] for s in socks]
     finally:
         for s in socks:

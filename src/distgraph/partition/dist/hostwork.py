@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from contextlib import contextmanager
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
