@@ -59,9 +59,9 @@ def rate(fn: Callable[[], object], n: int, seconds: float) -> float:
 
 
 def loopback_ip_config(path: Path, machines: int, servers: int | None = None) -> Path:
-    """Write an ip_config of `machines` machines on 127.0.0.1, each on a port the OS says is free."""
+    """Write an ip_config of `machines` machines on 127.0.0.1, each on a block of `servers` free ports."""
     tail = "" if servers is None else f" {servers}"
-    path.write_text("".join(f"127.0.0.1 {p}{tail}\n" for p in free_ports("127.0.0.1", machines)))
+    path.write_text("".join(f"127.0.0.1 {p}{tail}\n" for p in free_ports("127.0.0.1", machines, servers or 1)))
     return path
 
 

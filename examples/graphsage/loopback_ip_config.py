@@ -6,32 +6,8 @@
 from __future__ import annotations
 
 import argparse
-import socket
 
-
-def free_ports(count: int, block: int) -> list[int]:
-    """`count` ports, each starting a run of `block` free ports, asked of the OS (bind to port 0)."""
-    ports: list[int] = []
-    while len(ports) < count:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        run = range(base, base + block)
-        if any(p in run or base in range(p, p + block) for p in ports) or base + block > 65535:
-            continue
-        try:
-            held = []
-            for p in run:
-                t = socket.socket()
-                held.append(t)
-                t.bind(("127.0.0.1", p))
-            ports.append(base)
-        except OSError:
-            continue
-        finally:
-            for t in held:
-                t.close()
-    return ports
+from distgraph.cluster.hosts import free_ports
 
 
 def main() -> None:
@@ -40,7 +16,7 @@ def main() -> None:
     ap.add_argument("out")
     ap.add_argument("--num_servers", type=int, default=1)
     args = ap.parse_args()
-    lines = [f"127.0.0.1 {p} {args.num_servers}" for p in free_ports(args.machines, args.num_servers)]
+    lines = [f"127.0.0.1 {p} {args.num_servers}" for p in free_ports("127.0.0.1", args.machines, args.num_servers)]
     with open(args.out, "w") as f:
         f.write("# machines on this host (written by loopback_ip_config.py)\n" + "\n".join(lines) + "\n")
     print(f"wrote {args.out}: " + ", ".join(lines))

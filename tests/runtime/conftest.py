@@ -7,7 +7,6 @@ import os
 import secrets
 from contextlib import contextmanager
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ import torch
 from distgraph.data import generate_sbm
 from leaks import new_session
 
+from distgraph.cluster.hosts import free_ports
 from distgraph.cluster.shm_files import session_files
 from distgraph.partition import partition_graph
 
@@ -38,36 +38,9 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def free_base_port(count: int, taken: set[int] = frozenset()) -> int:
-    """A port p from the OS such that p .. p+count-1 are free on 127.0.0.1 right now and none
-    is in `taken` (ports already given out but not yet bound: the OS may offer one again)."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + count > 65535 or taken.intersection(range(base, base + count)):
-            continue
-        held = []
-        try:
-            for p in range(base, base + count):
-                t = socket.socket()
-                held.append(t)
-                t.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for t in held:
-                t.close()
-    raise RuntimeError("no block of free ports found")
-
-
 def write_ip_config(path: Path, servers_per_machine: list[int]) -> Path:
-    lines, taken = ["# test cluster on loopback", ""], set()
-    for n in servers_per_machine:
-        base = free_base_port(n, taken)
-        taken.update(range(base, base + n))
-        lines.append(f"127.0.0.1 {base} {n}")
+    bases = free_ports("127.0.0.1", len(servers_per_machine), max(servers_per_machine))
+    lines = ["# test cluster on loopback", ""] + [f"127.0.0.1 {p} {n}" for p, n in zip(bases, servers_per_machine)]
     path.write_text("\n".join(lines) + "\n")
     return path
 

@@ -6,9 +6,12 @@ import ipaddress
 import random
 import socket
 from functools import lru_cache
+from itertools import chain, repeat
 from pathlib import Path
 
 import psutil
+
+from ..errors import DistGraphError
 
 
 @lru_cache(maxsize=None)
@@ -57,31 +60,52 @@ def free_port(host: str) -> int:
     return free_ports(host, 1)[0]
 
 
-def free_ports(host: str, n: int) -> list[int]:
-    """`n` distinct TCP ports free on `host` right now (all held at once), for processes to
-    listen on later: drawn below the range the OS gives outgoing connections, so no connection
-    made in between takes one (a port from bind(0) is in that range); the OS's choice for any
-    not found there."""
+def free_ports(host: str, n: int, block: int = 1) -> list[int]:
+    """`n` TCP ports free on `host` right now, each the first of `block` consecutive free ports
+    (blocks never overlap, all held at once), for processes to listen on later: drawn below the
+    range the OS gives outgoing connections, so no connection made in between takes one (a port
+    from bind(0) is in that range); the OS's choice for any not found there."""
     try:
         start = int(EPHEMERAL_RANGE.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         start = 32768  # Linux's default
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     low = max(1024, start - LISTEN_PORTS_BELOW)
-    tries = iter(random.sample(range(low, start), min(64 + n, max(0, start - low))))
-    socks = []
+    bases = range(low, start - block + 1)
+    tries = chain(random.sample(bases, min(64 + n, len(bases))), repeat(0, 64 + n))  # 0: the OS's choice
+    held: list[socket.socket] = []
+    found: list[int] = []
     try:
-        while len(socks) < n:
-            s = socket.socket(family, socket.SOCK_STREAM)
-            socks.append(s)
-            try:
-                s.bind((host, next(tries, 0)))
-            except OSError:
-                socks.pop().close()
-        return [s.getsockname()[1] for s in socks]
+        while len(found) < n:
+            base = next(tries, None)
+            if base is None:
+                raise DistGraphError(f"no {n} blocks of {block} consecutive free TCP ports on {host}: "
+                                     "free some ports there or ask for fewer")
+            run = _hold_block(family, host, base, block)
+            held += run
+            if run:
+                found.append(run[0].getsockname()[1])
+        return found
     finally:
+        for s in held:
+            s.close()
+
+
+def _hold_block(family: int, host: str, base: int, block: int) -> list[socket.socket]:
+    """Sockets bound to `block` consecutive ports from `base` (0: the OS's choice), or none if
+    any of them is taken."""
+    socks = [socket.socket(family, socket.SOCK_STREAM)]
+    try:
+        socks[0].bind((host, base))
+        first = socks[0].getsockname()[1]
+        for port in range(first + 1, first + block):
+            socks.append(socket.socket(family, socket.SOCK_STREAM))
+            socks[-1].bind((host, port))
+        return socks
+    except (OSError, OverflowError):  # OverflowError: the block runs past port 65535
         for s in socks:
             s.close()
+        return []
 
 
 def bind_endpoint(host: str, port: int) -> str:
