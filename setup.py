@@ -9,6 +9,6 @@ from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("distgraph.native._kernels",
                              sources=[f"src/distgraph/native/{f}.c"
-                                      for f in ("symmetric", "segments", "sampling", "types", "rows")],
+                                      for f in ("symmetric", "segments", "sampling", "types", "rows", "labels")],
                              extra_compile_args=["-O3", "-fno-math-errno", "-ffp-contract=off", "-pthread"],
                              extra_link_args=["-pthread"], libraries=["m"], optional=True)])

@@ -22,6 +22,19 @@ def unique_sorted(a: np.ndarray) -> np.ndarray:
     return b[keep]
 
 
+def unique_counts(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct values of an integer array, how often each occurs), as np.unique with
+    return_counts but with one sort and no index arrays."""
+    b = np.sort(a, axis=None)
+    if b.size == 0:
+        return b, np.zeros(0, dtype=np.int64)
+    first = np.empty(b.size, dtype=bool)
+    first[0] = True
+    np.not_equal(b[1:], b[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    return b[starts], np.diff(starts, append=b.size)
+
+
 def unique_inverse(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct ids, each id's index among them) for int ids in [0, bound), as
     `np.unique(ids, return_inverse=True)`. When the ids are at least an eighth of the bound, a

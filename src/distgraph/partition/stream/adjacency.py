@@ -8,26 +8,29 @@ graph has fewer than 2**31 nodes), offsets 64-bit, vertex weights 32-bit.
 
 Rows are cut into buckets of a bounded number of entries (from the degrees); one pass spreads
 both directions of every edge (self-loops dropped) into bucket files; each bucket is then
-sorted and its repeats removed in memory, and its rows are appended to the file, whose offsets
-are written last.
+sorted and its repeats removed (or, for a contracted graph, summed into 32-bit edge weights,
+which follow the vertex weights) in memory, and its rows are appended to the file, whose
+offsets are written last.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from ...arrays import unique_sorted
+from ...arrays import unique_counts, unique_sorted
 from ...errors import PartitionError
 from ...files import check_space
 from .buckets import Buckets
 from .source import StreamSource
 
 HEADER_BYTES = 24
-_NO_EDGE_WEIGHTS, _NO_VERTEX_WEIGHTS, _EID32, _VID32, _VWGT32 = 1, 2, 4, 8, 16
+_NO_EDGE_WEIGHTS, _NO_VERTEX_WEIGHTS, _EID32, _VID32, _VWGT32, _EWGT32 = 1, 2, 4, 8, 16, 32
 
 
 def row_buckets(weights: np.ndarray, max_entries: int) -> np.ndarray:
@@ -86,51 +89,45 @@ def spread_adjacency(chunks, bounds: np.ndarray, buckets: Buckets, bar=None) -> 
 
 
 def write_rows(path: Path, n: int, bounds: np.ndarray, read_bucket: Callable[[int], dict[str, np.ndarray]],
-               vertex_weights: np.ndarray | None) -> int:
+               vertex_weights: np.ndarray | None, edge_weights: bool = False) -> int:
     """The ParHIP file of the rows whose entries `read_bucket(b)` gives bucket by bucket (rows
-    in [bounds[b], bounds[b + 1]), in any order, repeats allowed); the number of entries written."""
-    version = _NO_EDGE_WEIGHTS | _VID32 | _VWGT32 | (0 if vertex_weights is not None else _NO_VERTEX_WEIGHTS)
+    in [bounds[b], bounds[b + 1]), in any order, repeats allowed); the number of entries written.
+    `edge_weights`: an entry's repeats become its weight (how many there were) instead of dropped."""
+    version = (_VID32 | _VWGT32 | (0 if vertex_weights is not None else _NO_VERTEX_WEIGHTS)
+               | (_EWGT32 if edge_weights else _NO_EDGE_WEIGHTS))
     row_len = np.zeros(n, dtype=np.int64)
     start = HEADER_BYTES + 8 * (n + 1)
-    with open(path, "wb") as f:
-        f.seek(start)
-        for b in range(bounds.size - 1):
-            lo, hi = int(bounds[b]), int(bounds[b + 1])
-            cols = read_bucket(b)
-            key = (cols["row"].astype(np.int64) - lo) << 31 | cols["col"].astype(np.int64)
-            del cols
-            key = unique_sorted(key)  # sorted by (row, column), repeats gone
-            row_len[lo:hi] = np.bincount(key >> 31, minlength=hi - lo)
-            f.write((key & ((1 << 31) - 1)).astype(np.uint32).data)
-            del key
-        m = int(row_len.sum())
-        if vertex_weights is not None:
-            f.write(np.ascontiguousarray(vertex_weights, dtype=np.uint32).data)
-        f.seek(0)
-        f.write(np.array([version, n, m], dtype=np.uint64).data)
-        at = start
-        for i in range(0, n, 1 << 22):  # each row's byte offset, a piece at a time
-            rows = row_len[i:i + (1 << 22)]
-            f.write((at + 4 * np.concatenate([[0], np.cumsum(rows)])[:-1]).astype(np.uint64).data)
-            at += 4 * int(rows.sum())
-        f.write(np.array([at], dtype=np.uint64).data)
-    return m
-
-
-def kaminpar_parts(path: Path, num_parts: int, seed: int, imbalance: float = 0.03, threads: int = 1,
-                   memory_efficient: bool = True) -> np.ndarray:
-    """KaMinPar's partition of the ParHIP graph at `path` (loaded compressed): int32 part ids.
-    `memory_efficient` takes its TeraPart configuration (the least memory per edge)."""
+    weights_file = path.with_name(path.name + ".weights")
     try:
-        import kaminpar
-    except ImportError:
-        raise PartitionError("the kaminpar partitioner is not installed: pip install kaminpar "
-                             "(or choose --part_method metis or random)") from None
-    graph = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.PARHIP, compress=True)
-    context = kaminpar.terapart_context() if memory_efficient else kaminpar.default_context()
-    partitioner = kaminpar.KaMinPar(threads, context)
-    kaminpar.reseed(seed)  # after loading and set-up, which draw from its generator the first time only
-    parts = partitioner.compute_partition(graph, num_parts, imbalance)
-    del graph
-    return np.fromiter(parts, dtype=np.int32, count=len(parts))
-
+        with open(path, "wb") as f, (open(weights_file, "w+b") if edge_weights else nullcontext()) as wf:
+            f.seek(start)
+            for b in range(bounds.size - 1):
+                lo, hi = int(bounds[b]), int(bounds[b + 1])
+                cols = read_bucket(b)
+                key = (cols["row"].astype(np.int64) - lo) << 31 | cols["col"].astype(np.int64)
+                del cols
+                if edge_weights:
+                    key, count = unique_counts(key)
+                    wf.write(count.astype(np.uint32).data)
+                else:
+                    key = unique_sorted(key)  # sorted by (row, column), repeats gone
+                row_len[lo:hi] = np.bincount(key >> 31, minlength=hi - lo)
+                f.write((key & ((1 << 31) - 1)).astype(np.uint32).data)
+                del key
+            m = int(row_len.sum())
+            if vertex_weights is not None:
+                f.write(np.ascontiguousarray(vertex_weights, dtype=np.uint32).data)
+            if edge_weights:
+                wf.seek(0)
+                shutil.copyfileobj(wf, f, 1 << 24)
+            f.seek(0)
+            f.write(np.array([version, n, m], dtype=np.uint64).data)
+            at = start
+            for i in range(0, n, 1 << 22):  # each row's byte offset, a piece at a time
+                rows = row_len[i:i + (1 << 22)]
+                f.write((at + 4 * np.concatenate([[0], np.cumsum(rows)])[:-1]).astype(np.uint64).data)
+                at += 4 * int(rows.sum())
+            f.write(np.array([at], dtype=np.uint64).data)
+    finally:
+        weights_file.unlink(missing_ok=True)
+    return m

@@ -33,7 +33,8 @@ from ..assign import SPLIT_MASKS, fill_empty_parts, positive_int
 from ..layout import DataSpec, check_name, config_json
 from ..out_folder import check_out, clear_out, write_config
 from ..writer import PartitionStats
-from .adjacency import kaminpar_parts, row_buckets, write_parhip
+from .adjacency import row_buckets, write_parhip
+from .kaminpar import kaminpar_parts
 from .buckets import Buckets, id_dtype
 from .numbering import EdgeRouter, Numbering, edge_columns, edge_ranges, number_nodes
 from .partwriter import EDGE_MAP, PartWriter, remove_files, write_node_maps
@@ -170,7 +171,7 @@ def assign(source: StreamSource, deg: Degrees, num_parts: int, method: str, seed
             write_graph(graph, row_buckets(deg.in_deg + deg.out_deg, 2 * bucket_edges), 2 * bucket_edges)
         with deg.on_disk(scratch):
             if method == "kaminpar":
-                parts = kaminpar_parts(graph, num_parts, seed, threads=threads).astype(np.int64)
+                parts = kaminpar_parts(graph, num_parts, seed, threads=threads, progress=progress).astype(np.int64)
             else:
                 parts = _metis_on_file(graph, n, num_parts, seed, weights)
     finally:
