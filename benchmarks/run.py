@@ -24,6 +24,8 @@ LINE = re.compile(r"^([A-Za-z0-9_.\-]+): (.+)$")
 BENCHMARKS = {
     "partition": ("Partitioning: the whole step against the bare METIS call",
                   ["partition.py", "--repeat", "3", "--plot", "bench-out/partition_times.png"], None, 1),
+    "partition_memory": ("Partitioning memory: a 20M-edge graph by the plain command against KaMinPar alone",
+                         ["partition_memory.py", "--rounds", "3"], None, 1.55),
     "kge": ("Knowledge-graph embeddings: TransE_l2 on FB15k-237, 2 processes", ["kge.py"], DATA / "FB15k-237", 2),
     "kge_limits": ("Knowledge-graph embeddings: the training step against its arithmetic alone",
                    ["kge.py", "--measure", "limits", "--rounds", "3", "--max_step", "600", "--rotate_steps", "6"],

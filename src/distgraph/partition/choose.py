@@ -2,8 +2,8 @@
 
 The in-memory path holds the whole graph and runs METIS with several balance constraints: the
 best cuts, at about 170 bytes an edge at its peak (docs/benchmarks.md). The streaming path holds
-per-node arrays and one bucket of edges, and runs KaMinPar on an undirected graph file: a few
-bytes an edge, one combined balance weight. Without `--part_method`, a graph whose in-memory
+per-node arrays and one bucket of edges, and runs KaMinPar on an undirected graph file (on its
+clusters, for a large graph: stream/coarsen.py): a few bytes an edge, one combined balance weight. Without `--part_method`, a graph whose in-memory
 path would fit the memory budget (an eighth of this machine's memory unless given) is partitioned
 in memory with METIS, a larger one by streaming with KaMinPar.
 """
