@@ -29,8 +29,8 @@ _SIGNATURES = {  # name: (restype, argtypes), as in the .c files
     "group_by_kind": (_i64, [_i64, _ptr, _ptr, _i64, _ptr, _ptr]),  # types.c
     "relabel": (_i64, [_i64, _ptr, _i64, _ptr, _i64, ctypes.c_uint64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr,
                        _ptr, _ptr, _ptr]),  # sampling.c
-    "best_labels": (_i64, [_i64, _ptr, _ptr, _ptr, _ptr, _ptr, _i64, ctypes.c_uint64, _ptr, _ptr, _ptr, _ptr,
-                           _ptr]),  # labels.c
+    "best_labels": (_i64, [_i64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _i64, ctypes.c_uint64, _ptr, _ptr, _ptr,
+                           _ptr, _ptr]),  # labels.c
 }
 
 

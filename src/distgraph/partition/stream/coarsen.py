@@ -96,6 +96,8 @@ def propagate(graph: ParhipGraph, bounds: np.ndarray, label: np.ndarray, label_w
     neighbours have (ties broken by a seeded hash) when more of them have it than its own and the
     label's weight stays within `max_weight` with the node in it. `label_weight[l]` is the summed
     `node_weight` of label l's nodes. A round that moves fewer than a thousandth of the nodes is the last."""
+    if label.dtype != np.int32 or not label.flags.c_contiguous:
+        raise TypeError(f"labels must be a contiguous int32 array, got {label.dtype}")
     rate = _rate_native if kernels() is not None else _rate_numpy
     scratch = [np.zeros(label_weight.size, dtype=np.int32), np.empty(0, dtype=np.int32)]
     bar = tqdm(total=rounds * graph.m, desc=desc, unit="entry", unit_scale=True, disable=not progress, leave=False)
@@ -104,8 +106,8 @@ def propagate(graph: ParhipGraph, bounds: np.ndarray, label: np.ndarray, label_w
         moved = 0
         for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             indptr, cols = graph.rows(lo, hi)
-            best, best_count, own_count = rate(indptr, label[cols], label[lo:hi], label_weight, node_weight[lo:hi],
-                                               max_weight, salt, scratch)
+            best, best_count, own_count = rate(indptr, cols, label, lo, label_weight, node_weight[lo:hi], max_weight,
+                                               salt, scratch)
             moved += _admit(lo, best, best_count, own_count, label, label_weight, node_weight, max_weight)
             bar.update(cols.size)
         if moved < max(1, graph.n // 1000):
@@ -113,23 +115,26 @@ def propagate(graph: ParhipGraph, bounds: np.ndarray, label: np.ndarray, label_w
     bar.close()
 
 
-def _rate_native(indptr, nbr_label, own, label_weight, node_weight, max_weight, salt, scratch):
-    """Each row's best label it may join (-1: none), that label's count and its own label's count."""
+def _rate_native(indptr, cols, label, lo, label_weight, node_weight, max_weight, salt, scratch):
+    """Each row's best label it may join (-1: none), that label's count and its own label's count
+    (rows lo.. with neighbours `cols` at `indptr`)."""
     rows = indptr.size - 1
     best, best_count, own_count = np.empty(rows, np.int32), np.empty(rows, np.int64), np.empty(rows, np.int64)
     if rows and int(np.diff(indptr).max()) > scratch[1].size:  # the labels one row touches
         scratch[1] = np.empty(int(np.diff(indptr).max()), dtype=np.int32)
-    own = np.ascontiguousarray(own, dtype=np.int32)
+    own = label[lo:lo + rows]
     node_weight = np.ascontiguousarray(node_weight)
-    kernels().best_labels(rows, indptr.ctypes.data, nbr_label.ctypes.data, own.ctypes.data, label_weight.ctypes.data,
-                          node_weight.ctypes.data, max_weight, int(salt), scratch[0].ctypes.data, scratch[1].ctypes.data,
-                          best.ctypes.data, best_count.ctypes.data, own_count.ctypes.data)
+    kernels().best_labels(rows, indptr.ctypes.data, cols.ctypes.data, label.ctypes.data, own.ctypes.data,
+                          label_weight.ctypes.data, node_weight.ctypes.data, max_weight, int(salt),
+                          scratch[0].ctypes.data, scratch[1].ctypes.data, best.ctypes.data, best_count.ctypes.data,
+                          own_count.ctypes.data)
     return best, best_count, own_count
 
 
-def _rate_numpy(indptr, nbr_label, own, label_weight, node_weight, max_weight, salt, scratch):
+def _rate_numpy(indptr, cols, label, lo, label_weight, node_weight, max_weight, salt, scratch):
     """`_rate_native` by sorting every (row, label) pair of the range."""
     rows = indptr.size - 1
+    nbr_label, own = label[cols], label[lo:lo + rows]
     best = np.full(rows, -1, dtype=np.int32)
     best_count, own_count = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
     row = np.repeat(np.arange(rows, dtype=np.int64), np.diff(indptr))
