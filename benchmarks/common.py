@@ -4,6 +4,7 @@ time, loopback ip_configs on free ports."""
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import time
 from pathlib import Path
@@ -14,6 +15,14 @@ from distgraph.cluster.hosts import free_ports
 # ../shared beside the checkout (peers' scripts, data sets), found from a worktree nested deeper too
 SHARED = next((p / "shared" for p in Path(__file__).resolve().parents[1].parents if (p / "shared").is_dir()),
               Path(__file__).resolve().parents[2] / "shared")
+
+
+def fresh_dir(path: str | Path) -> Path:
+    """`path` emptied (removed if present, then created): a benchmark's working folder."""
+    work = Path(path)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    return work
 
 
 def report(key: str, value) -> None:

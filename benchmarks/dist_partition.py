@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import loopback_ip_config, report
+from common import fresh_dir, loopback_ip_config, report
 from scale import count, timed
 
 HOSTS = 3
@@ -38,9 +38,7 @@ def main() -> None:
     ap.add_argument("--workdir", default="/var/tmp/distgraph-dist")
     args = ap.parse_args()
     edges = count(args.edges)
-    work = Path(args.workdir)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = fresh_dir(args.workdir)
     cli = [sys.executable, "-m", "distgraph.cli.main"]
     report("load_average", os.getloadavg()[0])
     t0 = time.perf_counter()

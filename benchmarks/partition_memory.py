@@ -16,9 +16,8 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from common import report, report_load
+from common import fresh_dir, report, report_load
 from scale import count, timed
 
 ALONE = ("import sys; import distgraph.partition.stream.kaminpar as k; k.COARSEN_ABOVE_ENTRIES = 1 << 62; "
@@ -32,9 +31,7 @@ def main() -> None:
     ap.add_argument("--workdir", default="/var/tmp/distgraph-pmem")
     args = ap.parse_args()
     edges = count(args.edges)
-    work = Path(args.workdir)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = fresh_dir(args.workdir)
     report_load("start")
     graph = work / "sbm.npz"
     t0 = time.perf_counter()
