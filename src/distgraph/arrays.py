@@ -11,26 +11,25 @@ import numpy as np
 from .native import kernels
 
 
+def _sorted_runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(an integer array sorted, a mask of the first element of each run of equal values)."""
+    b = np.sort(a, axis=None)
+    first = np.empty(b.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(b[1:], b[:-1], out=first[1:])
+    return b, first
+
+
 def unique_sorted(a: np.ndarray) -> np.ndarray:
     """Sorted distinct values of an integer array."""
-    b = np.sort(a, axis=None)
-    if b.size == 0:
-        return b
-    keep = np.empty(b.size, dtype=bool)
-    keep[0] = True
-    np.not_equal(b[1:], b[:-1], out=keep[1:])
-    return b[keep]
+    b, first = _sorted_runs(a)
+    return b[first]
 
 
 def unique_counts(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct values of an integer array, how often each occurs), as np.unique with
     return_counts but with one sort and no index arrays."""
-    b = np.sort(a, axis=None)
-    if b.size == 0:
-        return b, np.zeros(0, dtype=np.int64)
-    first = np.empty(b.size, dtype=bool)
-    first[0] = True
-    np.not_equal(b[1:], b[:-1], out=first[1:])
+    b, first = _sorted_runs(a)
     starts = np.flatnonzero(first)
     return b[starts], np.diff(starts, append=b.size)
 

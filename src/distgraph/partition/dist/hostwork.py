@@ -198,8 +198,7 @@ class HostWork:
 
     def adjacency_bucket(self, h: dict, arrays) -> tuple[dict, list]:
         b = P.field(h, "bucket")
-        cols = self.adjacency.read(b)
-        self.adjacency.drop(b)
+        cols = self.adjacency.take(b)
         if b == self.adjacency.num - 1:
             self.adjacency.close()
         return {}, [cols["row"], cols["col"]]

@@ -114,8 +114,7 @@ class EdgeData:
         """Rows `orig` (original ids of type `etype`) of edge data `name`, edges of bucket `bucket`."""
         if self._held[0] != (bucket, etype):
             self._held = (None, None, None)
-            cols = self.buckets[etype].read(bucket)
-            self.buckets[etype].drop(bucket)
+            cols = self.buckets[etype].take(bucket)
             order = np.argsort(cols["eid"])
             self._held = ((bucket, etype), cols["eid"][order], cols["rows"][order])
         _, eids, rows = self._held

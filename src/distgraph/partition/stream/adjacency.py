@@ -58,13 +58,7 @@ def write_parhip(source: StreamSource, degree: np.ndarray, path: Path, vertex_we
     with Buckets(path.parent, bounds.size - 1, ADJACENCY_COLUMNS, "adjacency") as buckets:
         spread_adjacency(source.chunks(), bounds, buckets, bar)
         buckets.finish()
-
-        def read(b: int) -> dict[str, np.ndarray]:
-            cols = buckets.read(b)
-            buckets.drop(b)
-            return cols
-
-        m = write_rows(path, n, bounds, read, vertex_weights)
+        m = write_rows(path, n, bounds, buckets.take, vertex_weights)
     bar.close()
     return m
 

@@ -60,6 +60,12 @@ class Buckets:
             return {k: np.zeros(0, dtype=self.dtypes[k]) for k in columns or self.dtypes}
         return {k: np.fromfile(self._path(bucket, k), dtype=self.dtypes[k]) for k in columns or self.dtypes}
 
+    def take(self, bucket: int, columns: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+        """`read` a bucket, then `drop` it: each bucket is handled once, its disk space back at once."""
+        cols = self.read(bucket, columns)
+        self.drop(bucket)
+        return cols
+
     def finish(self) -> None:
         """Flush and close the append handles (reading may start)."""
         for f in self._files.values():

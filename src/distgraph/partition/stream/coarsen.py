@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ...arrays import unique_counts
+from ...arrays import unique_counts, unique_inverse
 from ...errors import PartitionError
 from ...native import kernels
 from .adjacency import HEADER_BYTES, _NO_EDGE_WEIGHTS, _NO_VERTEX_WEIGHTS, _VID32, row_buckets, write_rows
@@ -120,10 +120,10 @@ def _rate_native(indptr, cols, label, lo, label_weight, node_weight, max_weight,
     (rows lo.. with neighbours `cols` at `indptr`)."""
     rows = indptr.size - 1
     best, best_count, own_count = np.empty(rows, np.int32), np.empty(rows, np.int64), np.empty(rows, np.int64)
-    if rows and int(np.diff(indptr).max()) > scratch[1].size:  # the labels one row touches
-        scratch[1] = np.empty(int(np.diff(indptr).max()), dtype=np.int32)
+    longest = int(np.diff(indptr).max(initial=0))
+    if longest > scratch[1].size:  # the labels one row touches
+        scratch[1] = np.empty(longest, dtype=np.int32)
     own = label[lo:lo + rows]
-    node_weight = np.ascontiguousarray(node_weight)
     kernels().best_labels(rows, indptr.ctypes.data, cols.ctypes.data, label.ctypes.data, own.ctypes.data,
                           label_weight.ctypes.data, node_weight.ctypes.data, max_weight, int(salt),
                           scratch[0].ctypes.data, scratch[1].ctypes.data, best.ctypes.data, best_count.ctypes.data,
@@ -176,17 +176,14 @@ def _admit(lo: int, best: np.ndarray, best_count: np.ndarray, own_count: np.ndar
 
 def cluster(graph: ParhipGraph, bounds: np.ndarray, node_weight: np.ndarray, num_parts: int, imbalance: float,
             seed: int, progress: bool = False) -> np.ndarray:
-    """Each node's cluster (int32 ids 0..c-1, in the order of their smallest label): label
+    """Each node's cluster (int32 ids 0..c-1, numbered in the order of their labels): label
     propagation with clusters of at most CLUSTER_SHARE x imbalance x total / num_parts weight."""
     label = np.arange(graph.n, dtype=np.int32)
     label_weight = node_weight.copy()
     max_weight = max(int(node_weight.max()), int(CLUSTER_SHARE * imbalance * int(node_weight.sum()) / num_parts))
     propagate(graph, bounds, label, label_weight, node_weight, max_weight, CLUSTER_ROUNDS, seed, "clusters", progress)
     del label_weight
-    present = np.zeros(graph.n, dtype=bool)
-    present[label] = True
-    number = np.cumsum(present, dtype=np.int32) - 1
-    return number[label]
+    return unique_inverse(label, graph.n)[1].astype(np.int32)
 
 
 def contract(graph: ParhipGraph, bounds: np.ndarray, coarse_of: np.ndarray, node_weight: np.ndarray,
@@ -206,13 +203,7 @@ def contract(graph: ParhipGraph, bounds: np.ndarray, coarse_of: np.ndarray, node
             buckets.append(np.searchsorted(coarse_bounds, cu, side="right") - 1, {"row": cu, "col": cv})
             bar.update(cols.size)
         buckets.finish()
-
-        def read(b: int) -> dict[str, np.ndarray]:
-            cols = buckets.read(b)
-            buckets.drop(b)
-            return cols
-
-        m = write_rows(path, c, coarse_bounds, read, coarse_weight, edge_weights=True)
+        m = write_rows(path, c, coarse_bounds, buckets.take, coarse_weight, edge_weights=True)
     bar.close()
     return m
 

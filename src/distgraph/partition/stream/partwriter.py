@@ -108,8 +108,7 @@ class PartWriter:
                                         *self.source.edge_data[k][name].shape[1:]))
                          for name in self.edge_names.get(k, ())} for i, k in enumerate(self.keys)}
         for b in mine:
-            cols = self.buckets.read(b)
-            self.buckets.drop(b)
+            cols = self.buckets.take(b)
             blo, bhi = int(self.bounds[b]), int(self.bounds[b + 1])
             rows = bhi - blo
             ldst = cols["dst"].astype(np.int64) - blo

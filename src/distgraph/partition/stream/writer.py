@@ -34,6 +34,7 @@ from ..layout import DataSpec, check_name, config_json
 from ..out_folder import check_out, clear_out, write_config
 from ..writer import PartitionStats
 from .adjacency import row_buckets, write_parhip
+from .coarsen import ParhipGraph
 from .kaminpar import kaminpar_parts
 from .buckets import Buckets, id_dtype
 from .numbering import EdgeRouter, Numbering, edge_columns, edge_ranges, number_nodes
@@ -182,12 +183,7 @@ def assign(source: StreamSource, deg: Degrees, num_parts: int, method: str, seed
 def _metis_on_file(graph: Path, n: int, num_parts: int, seed: int, weights: np.ndarray | None) -> np.ndarray:
     from ..metis import part_graph
 
-    raw = np.memmap(graph, dtype=np.uint8, mode="r")
-    header = raw[:24].view(np.uint64)
-    m = int(header[2])
-    start = 24 + 8 * (n + 1)
-    xadj = (raw[24:start].view(np.uint64).astype(np.int64) - start) // 4
-    adjncy = raw[start:start + 4 * m].view(np.int32)
+    xadj, adjncy = ParhipGraph.open(graph).rows(0, n)
     return part_graph(xadj, adjncy, num_parts, None if weights is None else weights.reshape(n, 1), seed=seed)[0]
 
 
