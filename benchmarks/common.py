@@ -106,3 +106,22 @@ def neutral_npz(npz: Path, out: Path) -> Path:
     with np.load(npz) as d:
         np.savez(out, **{k.removeprefix("ndata/"): d[k] for k in d.files})
     return out
+
+
+def machine_cpu() -> tuple[float, float, float]:
+    """(busy, stolen, wall) seconds so far: every core's time running anything (processes and
+    the kernel, interrupts included), time the hypervisor ran someone else on a core, and a
+    monotonic clock, from /proc/stat (`cores_busy` turns two readings into cores)."""
+    with open("/proc/stat") as f:
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick, time.monotonic()
+
+
+def cores_busy(before: tuple[float, float, float], after: tuple[float, float, float]) -> tuple[float, float, float]:
+    """(busy core-seconds, cores busy on average, cores stolen on average) between two
+    `machine_cpu` readings: how much of the machine a stretch of work kept running
+    (os.cpu_count() is the most), and how much of it the hypervisor gave to others."""
+    wall = max(after[2] - before[2], 1e-9)
+    busy = after[0] - before[0]
+    return busy, busy / wall, (after[1] - before[1]) / wall

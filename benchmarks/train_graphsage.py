@@ -47,7 +47,7 @@ DGL_10_STEPS_SECONDS_RECORDED = "0.74-0.82"
 TARGET = 0.7  # our warm epoch / DGL's, issue 17
 FANOUTS = [10, 25]
 BATCH = 1000
-from common import SHARED, report, report_load, report_ratio  # noqa: E402
+from common import SHARED, cores_busy, machine_cpu, report, report_load, report_ratio  # noqa: E402
 
 PEER_SCRIPTS = SHARED / "peers" / "dgl"
 
@@ -91,17 +91,19 @@ def worker(args: argparse.Namespace) -> None:
         if args.save_seeds:  # the batches about to be timed, for `sampling_limit`
             save_batches(plan(loader, args.steps + 1, loader.generator.get_state()), machine,
                          Path(f"rank{rank}_{args.save_seeds}"))
-        cpu = time.process_time()
+        cpu, meter = time.process_time(), machine_cpu()
         seeds, edges, _, seconds = time_loader(loader, args.steps)
         cpu = time.process_time() - cpu  # includes the warm-up batch
-        print(f"RESULT rank={rank} seeds={seeds} seconds={seconds:.3f} cpu={cpu:.3f} edges={edges}", flush=True)
+        cores = cores_busy(meter, machine_cpu())[1]  # every process of the job, the servers' too
+        print(f"RESULT rank={rank} seeds={seeds} seconds={seconds:.3f} cpu={cpu:.3f} edges={edges} cores={cores:.3f}",
+              flush=True)
     else:
         loader = _loader(g, book, False, False)
         model = torch.nn.parallel.DistributedDataParallel(dg.nn.GraphSAGE(g.ndata["feat"].shape[1], 64, 8, 2))
         opt = torch.optim.Adam(model.parameters(), lr=0.003)
         remote = total = steps = 0
         for _ in range(1 if args.count_remote else args.epochs):  # the last epoch is timed
-            start, steps = time.perf_counter(), 0
+            start, steps, meter = time.perf_counter(), 0, machine_cpu()
             for inputs, outputs, blocks in loader:
                 if args.count_remote:
                     owned = book.nid2partid(inputs) == machine
@@ -113,7 +115,9 @@ def worker(args: argparse.Namespace) -> None:
                 opt.step()
                 steps += 1
             seconds = time.perf_counter() - start
-        print(f"RESULT rank={rank} steps={steps} seconds={seconds:.3f} remote={remote} total={total}", flush=True)
+            busy = cores_busy(meter, machine_cpu())[0]  # the machine's core-seconds: every process of the job
+        print(f"RESULT rank={rank} steps={steps} seconds={seconds:.3f} remote={remote} total={total} busy={busy:.3f}",
+              flush=True)
     dg.barrier()
     tdist.destroy_process_group()
 
@@ -137,10 +141,10 @@ def save_batches(jobs: list, machine: int, path: Path) -> None:
              machine=np.array(machine))
 
 
-def sampling_limit(part_config: Path, batches_file: Path) -> tuple[float, int]:
-    """(seeds/s, sampled edges) of sampling the saved batches (after the first) in this process,
-    on every partition of `part_config` at once with the draws the distributed loader made:
-    the same work with no wire, no server and no other process."""
+def sampling_limit(part_config: Path, batches_file: Path) -> tuple[float, int, float]:
+    """(seeds/s, sampled edges, the machine's cores busy meanwhile) of sampling the saved batches
+    (after the first) in this process, on every partition of `part_config` at once with the draws
+    the distributed loader made: the same work with no wire, no server and no other process."""
     import numpy as np
     import torch
 
@@ -170,13 +174,14 @@ def sampling_limit(part_config: Path, batches_file: Path) -> tuple[float, int]:
         return sample
 
     sampler.sample_blocks(hop(torch.Generator().manual_seed(draws[0])), seeds[0])  # warm-up, as the loader's
-    edges, start = 0, time.perf_counter()
+    edges, start, machine = 0, time.perf_counter(), machine_cpu()
     for batch, draw in zip(seeds[1:], draws[1:]):
         edges += sum(b.num_edges() for b in sampler.sample_blocks(hop(torch.Generator().manual_seed(draw)), batch)[2])
-    return (len(seeds) - 1) * seeds.shape[1] / (time.perf_counter() - start), edges
+    rate = (len(seeds) - 1) * seeds.shape[1] / (time.perf_counter() - start)
+    return rate, edges, cores_busy(machine, machine_cpu())[1]
 
 
-def sampling_limits(part_config: Path, batch_files: list[Path]) -> list[tuple[float, int]]:
+def sampling_limits(part_config: Path, batch_files: list[Path]) -> list[tuple[float, int, float]]:
     """`sampling_limit` of each file, in as many processes at once (as the trainers ran)."""
     procs = [subprocess.Popen([sys.executable, str(HERE), "--role", "sampling_limit", "--part_config", str(part_config),
                                "--batches", str(f)], stdout=subprocess.PIPE, text=True) for f in batch_files]
@@ -185,9 +190,40 @@ def sampling_limits(part_config: Path, batch_files: list[Path]) -> list[tuple[fl
         line = p.communicate()[0].strip().splitlines()[-1]
         if p.returncode:
             raise SystemExit("a sampling limit process failed")
-        rate, edges = line.split()
-        out.append((float(rate), int(edges)))
+        rate, edges, cores = line.split()
+        out.append((float(rate), int(edges), float(cores)))
     return out
+
+
+class SamplingRounds:
+    """Rounds of each trainer's seeds/s against its limit (`sampling_limits` of the same batches),
+    reported as `<prefix>_...`: per round, the trainer furthest from its limit; and the machine's
+    core-seconds per seed of ours and of the limit (the cores each kept busy over both trainers'
+    seeds/s): with every core busy, the seeds/s ratio cannot pass the inverse of that CPU ratio."""
+
+    def __init__(self, prefix: str):
+        self.prefix, self.same = prefix, True
+        self.ours, self.limit, self.total, self.cpu_ours, self.cpu_limit = [], [], [], [], []
+
+    def add(self, name: str, rows: list[dict], limits: dict[int, tuple[float, int, float]]) -> None:
+        """One round: the trainers' RESULT rows and their limits by rank; reported as `name`."""
+        rate = {int(r["rank"]): r["seeds"] / r["seconds"] for r in rows}
+        ranks = sorted(rate)
+        self.same &= all(limits[int(r["rank"])][1] == int(r["edges"]) for r in rows)
+        worst = min(ranks, key=lambda k: rate[k] / limits[k][0])
+        self.ours.append(rate[worst])
+        self.limit.append(limits[worst][0])
+        self.total.append(sum(rate.values()))
+        cores, limit_cores = statistics.mean(r["cores"] for r in rows), statistics.mean(limits[k][2] for k in ranks)
+        self.cpu_ours.append(cores / self.total[-1])
+        self.cpu_limit.append(limit_cores / sum(limits[k][0] for k in ranks))
+        report(name, " ".join(f"trainer {k}: {rate[k]:,.0f} (limit {limits[k][0]:,.0f})" for k in ranks)
+               + f"; cores busy {cores:.2f} (limit {limit_cores:.2f})")
+
+    def finish(self) -> None:
+        report(f"{self.prefix}_limit_drew_the_same_edges", "yes" if self.same else "NO")
+        report_ratio(f"{self.prefix}_seeds_per_s_trainer_furthest_from_its_limit", self.ours, self.limit, 0.8)
+        report_ratio(f"{self.prefix}_machine_core_seconds_per_seed", self.cpu_ours, self.cpu_limit)
 
 
 def stages(g, book, steps: int, rounds: int) -> None:
@@ -258,30 +294,41 @@ def stages(g, book, steps: int, rounds: int) -> None:
     step()  # a first pass: warm caches and allocator, as an epoch before the timed one
     for r in range(rounds):
         order = [("step", step), ("alone", alone), ("inline", lambda: step(False))]
-        got = {}
+        got, cpu = {}, {}
         for name, fn in order[r % 3:] + order[:r % 3]:
             tdist.barrier()
+            before = machine_cpu()
             got[name] = fn()
+            cpu[name] = cores_busy(before, machine_cpu())
         parts = " ".join(f"{k}={v:.5f}" for k, v in got["alone"].items())
-        print(f"STAGES rank={rank} round={r} step={got['step']:.5f} {parts} unpipelined={got['inline']:.5f}",
-              flush=True)
+        # the machine's core-seconds over every stage alone (both trainers and the servers), spread
+        # over all cores: the shortest step perfect overlap could give without cutting work
+        floor = cpu["alone"][0] / steps / (os.cpu_count() or 1)
+        print(f"STAGES rank={rank} round={r} step={got['step']:.5f} {parts} unpipelined={got['inline']:.5f} "
+              f"floor={floor:.5f} step_cores={cpu['step'][1]:.2f} stolen={cpu['step'][2]:.2f}", flush=True)
 
 
 def report_stages(output: str, prefix: str) -> tuple[list[float], list[float]]:
     """Report the STAGES lines of a launched `--stages` run; per round, the step and the slowest
     stage of the trainer whose step is furthest from its slowest stage: (steps, slowest stages)."""
     rows = [dict(kv.split("=") for kv in m.group(1).split()) for m in re.finditer(r"STAGES (.*)", output)]
-    steps, slowest = [], []
+    steps, slowest, floors = [], [], []
     for rnd in sorted({int(r["round"]) for r in rows}):
-        names = [k for k in rows[0] if k not in ("rank", "round", "step", "unpipelined")]
+        names = [k for k in rows[0] if k not in ("rank", "round", "step", "unpipelined", "floor", "step_cores",
+                                                 "stolen")]
         mine = [r for r in rows if int(r["round"]) == rnd]
         worst = max(mine, key=lambda r: float(r["step"]) / max(float(r[k]) for k in names))
         stage = max(names, key=lambda k: float(worst[k]))
         steps.append(float(worst["step"]))
         slowest.append(float(worst[stage]))
+        floors.append(float(worst["floor"]))
         report(f"{prefix}_round{rnd}_trainer{worst['rank']}_seconds",
                f"step {float(worst['step']):.4f} (without the pipeline {float(worst['unpipelined']):.4f}); alone: "
-               + ", ".join(f"{k} {float(worst[k]):.4f}" for k in names) + f" (slowest: {stage})")
+               + ", ".join(f"{k} {float(worst[k]):.4f}" for k in names) + f" (slowest: {stage}); cores busy in the "
+               f"step {worst['step_cores']} of {os.cpu_count()} (stolen {worst['stolen']}); CPU floor {worst['floor']}")
+    # the stages' CPU work spread over every core, against the slowest stage: above the step's
+    # target, no overlap can meet it without cutting the work itself
+    report_ratio(f"{prefix}_step_cpu_floor_over_slowest_stage", floors, slowest)
     return steps, slowest
 
 
@@ -348,8 +395,7 @@ def main() -> None:
     if args.worker:
         return worker(args)
     if args.role == "sampling_limit":
-        rate, edges = sampling_limit(Path(args.part_config), Path(args.batches))
-        print(f"{rate} {edges}", flush=True)
+        print(*sampling_limit(Path(args.part_config), Path(args.batches)), flush=True)
         return
     import distgraph as dg
 
@@ -375,8 +421,8 @@ def main() -> None:
         if "sampling" in args.measure:
             distributed_sampling(tmp, args.rounds, args.steps)
         if "step" in args.measure:
-            out = launch(tmp / "metis" / "bench.json", 2, 1, f"--stages --steps {args.steps} --stage_rounds {args.rounds}",
-                         tmp)
+            out = launch(tmp / "metis" / "bench.json", 2, 1,
+                         f"--stages --steps {args.steps} --stage_rounds {args.rounds}", tmp)
             report_ratio("loopback_2_step_seconds_over_slowest_stage", *report_stages(out, "loopback_2"), 1.25,
                          at_most=True)
     report_load("after")
@@ -425,23 +471,15 @@ def distributed_sampling(tmp: Path, rounds: int, steps: int) -> None:
     paths = {"host": {}, "wire": {"DISTGRAPH_HOST_SHM": "0"}}
     config = tmp / "metis" / "bench.json"
     for path, env in paths.items():
-        ours, limit, total, same = [], [], [], True
+        rounds_of = SamplingRounds(f"loopback_{path}_sampling")
         for _ in range(rounds):
             rows = results(launch(config, 2, 1, f"--sample_only --steps {steps} --save_seeds seeds.npz", tmp, env))
-            per_trainer = {int(r["rank"]): r["seeds"] / r["seconds"] for r in rows}
-            edges = {int(r["rank"]): int(r["edges"]) for r in rows}
-            ranks = sorted(per_trainer)
+            ranks = sorted(int(r["rank"]) for r in rows)
             limits = dict(zip(ranks, sampling_limits(config, [tmp / f"rank{k}_seeds.npz" for k in ranks])))
-            same &= all(limits[k][1] == edges[k] for k in ranks)
-            worst = min(ranks, key=lambda k: per_trainer[k] / limits[k][0])
-            ours.append(per_trainer[worst])
-            limit.append(limits[worst][0])
-            total.append(sum(per_trainer.values()))
-            report(f"loopback_{path}_sampling_round", " ".join(f"trainer {k}: {per_trainer[k]:,.0f} (limit "
-                                                            f"{limits[k][0]:,.0f})" for k in ranks))
-        report(f"loopback_{path}_sampling_limit_drew_the_same_edges", "yes" if same else "NO")
-        report_ratio(f"loopback_{path}_sampling_seeds_per_s_trainer_furthest_from_its_limit", ours, limit, 0.8)
-        report(f"loopback_{path}_sampling_both_trainers_over_limit", statistics.median(total) / statistics.median(limit))
+            rounds_of.add(f"loopback_{path}_sampling_round", rows, limits)
+        rounds_of.finish()
+        report(f"loopback_{path}_sampling_both_trainers_over_limit",
+               statistics.median(rounds_of.total) / statistics.median(rounds_of.limit))
 
 
 if __name__ == "__main__":
