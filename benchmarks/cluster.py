@@ -23,6 +23,9 @@ though all hosts share this machine's cores), each against its limit in the same
   there, the other machines' rows are read in shared memory).
 - `security`: the bare transport with no security, with our authentication (PLAIN + ZAP)
   and with CURVE (`--encrypt`).
+Beside every figure, the machine's busy cores over the same stretch (/proc/stat: every process
+and the kernel), as core-seconds per row, seed or epoch of ours against the limit: where every
+core is busy, the rate ratio cannot pass the inverse of that one.
 Prints `key: value` lines and the load average before and after each part; the test bed is
 removed at the end even on failure.
 """

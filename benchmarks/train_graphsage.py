@@ -14,11 +14,14 @@
    between hosts), each against its limit: the same seed batches sampled in one process on
    the same partition, with the same draws (`sampling_limit`), alternating.
 4. `step`: the training step on 2 machines on loopback (1 trainer + 1 server each), features
-   and labels fetched with the batch (the loader makes batches ahead in a thread, so
-   sampling and pulls overlap the step), against its limit: the slowest of its stages
+   and labels fetched with the batch (made ahead in a thread when they wait on other hosts,
+   inline here with one thread a trainer: `prefetch.batch_threads`), against its limit: the slowest of its stages
    measured alone on the same batches in the same processes (sampling; the feature and
    label pull; forward, backward and optimiser step on batches in memory; the gradient
-   all-reduce), alternating.
+   all-reduce), alternating; and its CPU floor: the machine's core-seconds over every stage
+   alone (/proc/stat: both trainers, the servers, the kernel) spread over all cores, which no
+   overlap can go below.
+Beside the sampling figures, the machine's busy cores and core-seconds per seed, ours and the limit.
 
     python benchmarks/train_graphsage.py [--input g.npz] [--measure epoch remote sampling step] \
         [--peer_python ~/.cache/distgraph-peers/dgl/venv/bin/python --rounds 3]
@@ -174,11 +177,11 @@ def sampling_limit(part_config: Path, batches_file: Path) -> tuple[float, int, f
         return sample
 
     sampler.sample_blocks(hop(torch.Generator().manual_seed(draws[0])), seeds[0])  # warm-up, as the loader's
-    edges, start, machine = 0, time.perf_counter(), machine_cpu()
+    edges, start, meter = 0, time.perf_counter(), machine_cpu()
     for batch, draw in zip(seeds[1:], draws[1:]):
         edges += sum(b.num_edges() for b in sampler.sample_blocks(hop(torch.Generator().manual_seed(draw)), batch)[2])
     rate = (len(seeds) - 1) * seeds.shape[1] / (time.perf_counter() - start)
-    return rate, edges, cores_busy(machine, machine_cpu())[1]
+    return rate, edges, cores_busy(meter, machine_cpu())[1]
 
 
 def sampling_limits(part_config: Path, batch_files: list[Path]) -> list[tuple[float, int, float]]:
