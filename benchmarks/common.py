@@ -8,7 +8,7 @@ import shutil
 import statistics
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from distgraph.cluster.hosts import free_ports
 
@@ -108,20 +108,29 @@ def neutral_npz(npz: Path, out: Path) -> Path:
     return out
 
 
-def machine_cpu() -> tuple[float, float, float]:
-    """(busy, stolen, wall) seconds so far: every core's time running anything (processes and
-    the kernel, interrupts included), time the hypervisor ran someone else on a core, and a
-    monotonic clock, from /proc/stat (`cores_busy` turns two readings into cores)."""
+
+class Busy(NamedTuple):
+    """The machine's busy time over a stretch of work (`cores_busy`)."""
+
+    core_seconds: float  # every core's time running anything: processes, the kernel, interrupts
+    cores: float  # cores busy on average (os.cpu_count() at most)
+    kernel: float  # share of the busy time spent in the kernel (system calls, interrupts, network)
+    stolen: float  # cores the hypervisor ran someone else on, on average
+
+
+def machine_cpu() -> tuple[float, float, float, float]:
+    """(busy, kernel, stolen, wall) seconds so far, from /proc/stat: every core's time running
+    anything, the part of it in the kernel, time the hypervisor ran someone else on a core,
+    and a monotonic clock (`cores_busy` turns two readings into a `Busy`)."""
     with open("/proc/stat") as f:
         user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
     tick = os.sysconf("SC_CLK_TCK")
-    return (user + nice + system + irq + softirq) / tick, steal / tick, time.monotonic()
+    kernel = system + irq + softirq
+    return (user + nice + kernel) / tick, kernel / tick, steal / tick, time.monotonic()
 
 
-def cores_busy(before: tuple[float, float, float], after: tuple[float, float, float]) -> tuple[float, float, float]:
-    """(busy core-seconds, cores busy on average, cores stolen on average) between two
-    `machine_cpu` readings: how much of the machine a stretch of work kept running
-    (os.cpu_count() is the most), and how much of it the hypervisor gave to others."""
-    wall = max(after[2] - before[2], 1e-9)
-    busy = after[0] - before[0]
-    return busy, busy / wall, (after[1] - before[1]) / wall
+def cores_busy(before: tuple[float, ...], after: tuple[float, ...]) -> Busy:
+    """How much of the machine a stretch of work between two `machine_cpu` readings kept running."""
+    busy, kernel, stolen, wall = (b - a for a, b in zip(before, after))
+    wall = max(wall, 1e-9)
+    return Busy(busy, busy / wall, kernel / max(busy, 1e-9), stolen / wall)

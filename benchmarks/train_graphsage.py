@@ -97,9 +97,9 @@ def worker(args: argparse.Namespace) -> None:
         cpu, meter = time.process_time(), machine_cpu()
         seeds, edges, _, seconds = time_loader(loader, args.steps)
         cpu = time.process_time() - cpu  # includes the warm-up batch
-        cores = cores_busy(meter, machine_cpu())[1]  # every process of the job, the servers' too
-        print(f"RESULT rank={rank} seeds={seeds} seconds={seconds:.3f} cpu={cpu:.3f} edges={edges} cores={cores:.3f}",
-              flush=True)
+        busy = cores_busy(meter, machine_cpu())  # every process of the job, the servers' too
+        print(f"RESULT rank={rank} seeds={seeds} seconds={seconds:.3f} cpu={cpu:.3f} edges={edges} "
+              f"cores={busy.cores:.3f} kernel={busy.kernel:.3f}", flush=True)
     else:
         loader = _loader(g, book, False, False)
         model = torch.nn.parallel.DistributedDataParallel(dg.nn.GraphSAGE(g.ndata["feat"].shape[1], 64, 8, 2))
@@ -118,7 +118,7 @@ def worker(args: argparse.Namespace) -> None:
                 opt.step()
                 steps += 1
             seconds = time.perf_counter() - start
-            busy = cores_busy(meter, machine_cpu())[0]  # the machine's core-seconds: every process of the job
+            busy = cores_busy(meter, machine_cpu()).core_seconds  # the machine's: every process of the job
         print(f"RESULT rank={rank} steps={steps} seconds={seconds:.3f} remote={remote} total={total} busy={busy:.3f}",
               flush=True)
     dg.barrier()
@@ -144,8 +144,9 @@ def save_batches(jobs: list, machine: int, path: Path) -> None:
              machine=np.array(machine))
 
 
-def sampling_limit(part_config: Path, batches_file: Path) -> tuple[float, int, float]:
-    """(seeds/s, sampled edges, the machine's cores busy meanwhile) of sampling the saved batches
+def sampling_limit(part_config: Path, batches_file: Path) -> tuple[float, int, float, float]:
+    """(seeds/s, sampled edges, the machine's cores busy meanwhile and the kernel's share of
+    that) of sampling the saved batches
     (after the first) in this process, on every partition of `part_config` at once with the draws
     the distributed loader made: the same work with no wire, no server and no other process."""
     import numpy as np
@@ -154,9 +155,11 @@ def sampling_limit(part_config: Path, batches_file: Path) -> tuple[float, int, f
     from distgraph.dataloading.neighbor_sampler import NeighborSampler
     from distgraph.partition import load_partition, load_partition_book
     from distgraph.sampling.local import SampledEdges, sample_partitions
+    from distgraph.malloc import keep_freed_memory
     from distgraph.sampling.remote import MAX_SEED
 
     torch.set_num_threads(1)
+    keep_freed_memory()  # as our trainers do: no page faults from returning and retaking freed memory
     book = load_partition_book(str(part_config), 0)
     parts = [load_partition(str(part_config), m) for m in range(book.num_partitions())]
     with np.load(batches_file) as f:
@@ -181,10 +184,11 @@ def sampling_limit(part_config: Path, batches_file: Path) -> tuple[float, int, f
     for batch, draw in zip(seeds[1:], draws[1:]):
         edges += sum(b.num_edges() for b in sampler.sample_blocks(hop(torch.Generator().manual_seed(draw)), batch)[2])
     rate = (len(seeds) - 1) * seeds.shape[1] / (time.perf_counter() - start)
-    return rate, edges, cores_busy(meter, machine_cpu())[1]
+    busy = cores_busy(meter, machine_cpu())
+    return rate, edges, busy.cores, busy.kernel
 
 
-def sampling_limits(part_config: Path, batch_files: list[Path]) -> list[tuple[float, int, float]]:
+def sampling_limits(part_config: Path, batch_files: list[Path]) -> list[tuple[float, int, float, float]]:
     """`sampling_limit` of each file, in as many processes at once (as the trainers ran)."""
     procs = [subprocess.Popen([sys.executable, str(HERE), "--role", "sampling_limit", "--part_config", str(part_config),
                                "--batches", str(f)], stdout=subprocess.PIPE, text=True) for f in batch_files]
@@ -193,8 +197,8 @@ def sampling_limits(part_config: Path, batch_files: list[Path]) -> list[tuple[fl
         line = p.communicate()[0].strip().splitlines()[-1]
         if p.returncode:
             raise SystemExit("a sampling limit process failed")
-        rate, edges, cores = line.split()
-        out.append((float(rate), int(edges), float(cores)))
+        rate, edges, cores, kernel = line.split()
+        out.append((float(rate), int(edges), float(cores), float(kernel)))
     return out
 
 
@@ -208,7 +212,7 @@ class SamplingRounds:
         self.prefix, self.same = prefix, True
         self.ours, self.limit, self.total, self.cpu_ours, self.cpu_limit = [], [], [], [], []
 
-    def add(self, name: str, rows: list[dict], limits: dict[int, tuple[float, int, float]]) -> None:
+    def add(self, name: str, rows: list[dict], limits: dict[int, tuple[float, int, float, float]]) -> None:
         """One round: the trainers' RESULT rows and their limits by rank; reported as `name`."""
         rate = {int(r["rank"]): r["seeds"] / r["seconds"] for r in rows}
         ranks = sorted(rate)
@@ -220,8 +224,10 @@ class SamplingRounds:
         cores, limit_cores = statistics.mean(r["cores"] for r in rows), statistics.mean(limits[k][2] for k in ranks)
         self.cpu_ours.append(cores / self.total[-1])
         self.cpu_limit.append(limit_cores / sum(limits[k][0] for k in ranks))
+        kernel, limit_kernel = statistics.mean(r["kernel"] for r in rows), statistics.mean(limits[k][3] for k in ranks)
         report(name, " ".join(f"trainer {k}: {rate[k]:,.0f} (limit {limits[k][0]:,.0f})" for k in ranks)
-               + f"; cores busy {cores:.2f} (limit {limit_cores:.2f})")
+               + f"; cores busy {cores:.2f} (limit {limit_cores:.2f}), {kernel:.0%} of it in the kernel (limit "
+               f"{limit_kernel:.0%})")
 
     def finish(self) -> None:
         report(f"{self.prefix}_limit_drew_the_same_edges", "yes" if self.same else "NO")
@@ -306,9 +312,9 @@ def stages(g, book, steps: int, rounds: int) -> None:
         parts = " ".join(f"{k}={v:.5f}" for k, v in got["alone"].items())
         # the machine's core-seconds over every stage alone (both trainers and the servers), spread
         # over all cores: the shortest step perfect overlap could give without cutting work
-        floor = cpu["alone"][0] / steps / (os.cpu_count() or 1)
+        floor = cpu["alone"].core_seconds / steps / (os.cpu_count() or 1)
         print(f"STAGES rank={rank} round={r} step={got['step']:.5f} {parts} unpipelined={got['inline']:.5f} "
-              f"floor={floor:.5f} step_cores={cpu['step'][1]:.2f} stolen={cpu['step'][2]:.2f}", flush=True)
+              f"floor={floor:.5f} step_cores={cpu['step'].cores:.2f} stolen={cpu['step'].stolen:.2f}", flush=True)
 
 
 def report_stages(output: str, prefix: str) -> tuple[list[float], list[float]]:
