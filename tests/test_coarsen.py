@@ -14,17 +14,17 @@ from distgraph.data import generate_sbm
 from distgraph.partition import partition_graph
 from distgraph.partition.stream import coarsen, from_array_graph, partition_stream
 from distgraph.partition.stream import kaminpar as kaminpar_module
-from distgraph.partition.stream.adjacency import write_rows
+from distgraph.partition.stream.adjacency import ParhipGraph, write_rows
 
 kaminpar = pytest.importorskip("kaminpar")
 
 
-def _parhip(tmp_path: Path, src: np.ndarray, dst: np.ndarray, n: int, weights=None) -> coarsen.ParhipGraph:
+def _parhip(tmp_path: Path, src: np.ndarray, dst: np.ndarray, n: int, weights=None) -> ParhipGraph:
     keep = src != dst
     rows, cols = np.r_[src[keep], dst[keep]], np.r_[dst[keep], src[keep]]
     path = tmp_path / "g.parhip"
     write_rows(path, n, np.array([0, n]), lambda b: {"row": rows, "col": cols}, weights)
-    return coarsen.ParhipGraph.open(path)
+    return ParhipGraph.open(path)
 
 
 @pytest.fixture(scope="module")
@@ -58,16 +58,16 @@ def test_clusters_stay_within_their_bound_and_the_contracted_graph_carries_the_c
     weights = np.random.default_rng(0).integers(1, 4, n)
     graph = _parhip(tmp_path, src, dst, n, weights)
     deg = graph.degrees()
-    bounds = graph.ranges(deg, coarsen.RATE_ENTRIES)
+    ranges = graph.ranges(deg, coarsen.RATE_ENTRIES)
     node_weight = graph.vertex_weights()
     assert np.array_equal(node_weight, weights)
-    co = coarsen.cluster(graph, bounds, node_weight, 4, 0.03, seed=0)
+    co = coarsen.cluster(ranges, node_weight, 4, 0.03, seed=0)
     cap = coarsen.CLUSTER_SHARE * 0.03 * weights.sum() / 4
     c = int(co.max()) + 1
     assert np.bincount(co, weights=weights).max() <= cap and n / 20 < c < n / 2  # clusters formed, none too heavy
     assert np.array_equal(np.unique(co), np.arange(c))
     coarse = tmp_path / "c.parhip"
-    m = coarsen.contract(graph, bounds, co, node_weight, deg, coarse, 1 << 15)
+    m = coarsen.contract(ranges, co, node_weight, coarse, 1 << 15)
     cg = kaminpar.load_graph(str(coarse), kaminpar.GraphFileFormat.PARHIP, compress=True)
     assert cg.n() == c and cg.m() == m
     assert [cg.node_weight(u) for u in range(c)] == np.bincount(co, weights=weights).astype(int).tolist()
@@ -86,13 +86,13 @@ def test_clusters_stay_within_their_bound_and_the_contracted_graph_carries_the_c
 def test_refinement_restores_a_scrambled_partition_and_keeps_the_balance(sbm, tmp_path):
     src, dst, n, label = sbm
     graph = _parhip(tmp_path, src, dst, n)
-    bounds = graph.ranges(graph.degrees(), coarsen.RATE_ENTRIES)
+    ranges = graph.ranges(graph.degrees(), coarsen.RATE_ENTRIES)
     planted = (label % 4).astype(np.int32)  # two communities a part
     parts = planted.copy()
     flip = np.random.default_rng(2).random(n) < 0.2
     parts[flip] = np.random.default_rng(3).integers(0, 4, int(flip.sum()))
     before = _cut(src, dst, parts)
-    coarsen.refine(graph, bounds, parts, graph.vertex_weights(), 4, 0.03, seed=0)
+    coarsen.refine(ranges, parts, graph.vertex_weights(), 4, 0.03, seed=0)
     after = _cut(src, dst, parts)
     assert after < 0.6 * before and after <= 1.02 * _cut(src, dst, planted)
     bound = (1 + 0.03) * -(-n // 4)
@@ -104,15 +104,15 @@ def test_the_c_rating_moves_the_nodes_numpy_moves(sbm, tmp_path, monkeypatch):
     if coarsen.kernels() is None:
         pytest.skip("the C kernels are not built")
     graph = _parhip(tmp_path, src, dst, n, np.random.default_rng(0).integers(1, 5, n))
-    bounds = graph.ranges(graph.degrees(), coarsen.RATE_ENTRIES)
+    ranges = graph.ranges(graph.degrees(), coarsen.RATE_ENTRIES)
     w = graph.vertex_weights()
     results = []
     for native in (True, False):
         if not native:
             monkeypatch.setattr(coarsen, "kernels", lambda: None)
-        co = coarsen.cluster(graph, bounds, w, 4, 0.03, seed=5)
+        co = coarsen.cluster(ranges, w, 4, 0.03, seed=5)
         parts = (co % 4).astype(np.int32)
-        coarsen.refine(graph, bounds, parts, w, 4, 0.03, seed=5)
+        coarsen.refine(ranges, parts, w, 4, 0.03, seed=5)
         results.append((co, parts))
     assert np.array_equal(results[0][0], results[1][0]) and np.array_equal(results[0][1], results[1][1])
     assert results[0][0].max() + 1 < n / 2

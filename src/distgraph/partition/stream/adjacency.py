@@ -18,6 +18,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -125,3 +126,74 @@ def write_rows(path: Path, n: int, bounds: np.ndarray, read_bucket: Callable[[in
     finally:
         weights_file.unlink(missing_ok=True)
     return m
+
+
+@dataclass
+class ParhipGraph:
+    """A ParHIP file as written by `write_rows` (32-bit ids, 64-bit offsets, no edge weights),
+    read a range of rows at a time: nothing of it is held beyond the range asked for."""
+
+    path: Path
+    n: int
+    m: int
+    has_vertex_weights: bool
+
+    @classmethod
+    def open(cls, path: Path) -> "ParhipGraph":
+        version, n, m = (int(x) for x in np.fromfile(path, dtype=np.uint64, count=3))
+        if not version & _VID32 or not version & _NO_EDGE_WEIGHTS:
+            raise PartitionError(f"{path} is not an unweighted ParHIP file with 32-bit ids (version bits {version})")
+        return cls(path, n, m, not version & _NO_VERTEX_WEIGHTS)
+
+    def offsets(self, lo: int, hi: int) -> np.ndarray:
+        """Entry index of rows lo..hi (hi - lo + 1 values: each row's start and the last one's end)."""
+        raw = np.fromfile(self.path, dtype=np.uint64, count=hi - lo + 1, offset=HEADER_BYTES + 8 * lo)
+        return (raw.astype(np.int64) - (HEADER_BYTES + 8 * (self.n + 1))) // 4
+
+    def degrees(self) -> np.ndarray:
+        """Every row's length (int32), read a piece of the offsets at a time."""
+        deg = np.empty(self.n, dtype=np.int32)
+        for lo in range(0, self.n, 1 << 22):
+            hi = min(self.n, lo + (1 << 22))
+            deg[lo:hi] = np.diff(self.offsets(lo, hi))
+        return deg
+
+    def vertex_weights(self) -> np.ndarray:
+        """The vertex weights (int64), ones when the file has none."""
+        if not self.has_vertex_weights:
+            return np.ones(self.n, dtype=np.int64)
+        at = HEADER_BYTES + 8 * (self.n + 1) + 4 * self.m
+        return np.fromfile(self.path, dtype=np.uint32, count=self.n, offset=at).astype(np.int64)
+
+    def ranges(self, deg: np.ndarray, max_entries: int) -> "RowRanges":
+        """The rows (of degrees `deg`) in consecutive ranges of at most `max_entries` entries and rows
+        (a heavier row alone)."""
+        return RowRanges(self, row_buckets(deg.astype(np.int64) + 1, max_entries), deg)
+
+    def columns(self, start: int, count: int) -> np.ndarray:
+        """`count` entries' columns (int32) from entry `start`."""
+        return np.fromfile(self.path, dtype=np.int32, count=count, offset=HEADER_BYTES + 8 * (self.n + 1) + 4 * start)
+
+    def rows(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets of rows lo..hi into the returned entries, int64; the entries' columns, int32)."""
+        off = self.offsets(lo, hi)
+        return off - off[0], self.columns(int(off[0]), int(off[-1] - off[0]))
+
+
+@dataclass
+class RowRanges:
+    """A `ParhipGraph`'s rows in consecutive ranges (`bounds`), read range after range: each range's
+    offsets come from the degrees `deg`, so only its columns are read from the file."""
+
+    graph: ParhipGraph
+    bounds: np.ndarray
+    deg: np.ndarray
+
+    def __iter__(self):
+        """(lo, hi, offsets of rows lo..hi into the entries, the entries' columns) of every range."""
+        start = 0  # entry index of the range's first row (the ranges start at row 0)
+        for lo, hi in zip(self.bounds[:-1].tolist(), self.bounds[1:].tolist()):
+            indptr = np.zeros(hi - lo + 1, dtype=np.int64)
+            np.cumsum(self.deg[lo:hi], dtype=np.int64, out=indptr[1:])
+            yield lo, hi, indptr, self.graph.columns(start, int(indptr[-1]))
+            start += int(indptr[-1])

@@ -12,16 +12,14 @@ neighbours when that cuts fewer edges and the part stays within the balance boun
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from ...arrays import unique_counts, unique_inverse
-from ...errors import PartitionError
 from ...native import kernels
-from .adjacency import HEADER_BYTES, _NO_EDGE_WEIGHTS, _NO_VERTEX_WEIGHTS, _VID32, row_buckets, write_rows
+from .adjacency import ParhipGraph, RowRanges, row_buckets, write_rows
 from .buckets import Buckets
 
 # Adjacency entries label propagation reads and rates at a time: its moves take effect range by
@@ -40,59 +38,9 @@ COARSE_IMBALANCE_SHARE = 1 / 3
 TIE_BITS = 8  # a hash of (label, round) below the count breaks ties between labels
 
 
-@dataclass
-class ParhipGraph:
-    """A ParHIP file as written by `write_rows` (32-bit ids, 64-bit offsets, no edge weights),
-    read a range of rows at a time: nothing of it is held beyond the range asked for."""
-
-    path: Path
-    n: int
-    m: int
-    has_vertex_weights: bool
-
-    @classmethod
-    def open(cls, path: Path) -> "ParhipGraph":
-        version, n, m = (int(x) for x in np.fromfile(path, dtype=np.uint64, count=3))
-        if not version & _VID32 or not version & _NO_EDGE_WEIGHTS:
-            raise PartitionError(f"{path} is not an unweighted ParHIP file with 32-bit ids (version bits {version})")
-        return cls(path, n, m, not version & _NO_VERTEX_WEIGHTS)
-
-    def offsets(self, lo: int, hi: int) -> np.ndarray:
-        """Entry index of rows lo..hi (hi - lo + 1 values: each row's start and the last one's end)."""
-        raw = np.fromfile(self.path, dtype=np.uint64, count=hi - lo + 1, offset=HEADER_BYTES + 8 * lo)
-        return (raw.astype(np.int64) - (HEADER_BYTES + 8 * (self.n + 1))) // 4
-
-    def degrees(self) -> np.ndarray:
-        """Every row's length (int32), read a piece of the offsets at a time."""
-        deg = np.empty(self.n, dtype=np.int32)
-        for lo in range(0, self.n, 1 << 22):
-            hi = min(self.n, lo + (1 << 22))
-            deg[lo:hi] = np.diff(self.offsets(lo, hi))
-        return deg
-
-    def vertex_weights(self) -> np.ndarray:
-        """The vertex weights (int64), ones when the file has none."""
-        if not self.has_vertex_weights:
-            return np.ones(self.n, dtype=np.int64)
-        at = HEADER_BYTES + 8 * (self.n + 1) + 4 * self.m
-        return np.fromfile(self.path, dtype=np.uint32, count=self.n, offset=at).astype(np.int64)
-
-    def ranges(self, deg: np.ndarray, max_entries: int) -> np.ndarray:
-        """Boundaries of consecutive row ranges of at most `max_entries` entries and rows (a heavier row alone)."""
-        return row_buckets(deg.astype(np.int64) + 1, max_entries)
-
-    def rows(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """(offsets of rows lo..hi into the returned entries, int64; the entries' columns, int32)."""
-        off = self.offsets(lo, hi)
-        cols = np.fromfile(self.path, dtype=np.int32, count=int(off[-1] - off[0]),
-                           offset=HEADER_BYTES + 8 * (self.n + 1) + 4 * int(off[0]))
-        return off - off[0], cols
-
-
-def propagate(graph: ParhipGraph, bounds: np.ndarray, label: np.ndarray, label_weight: np.ndarray,
-              node_weight: np.ndarray, max_weight: int, rounds: int, seed: int, desc: str,
-              progress: bool = False) -> None:
-    """Label propagation in place: range by range, each node takes the label most of its
+def propagate(ranges: RowRanges, label: np.ndarray, label_weight: np.ndarray, node_weight: np.ndarray,
+              max_weight: int, rounds: int, seed: int, desc: str, progress: bool = False) -> None:
+    """Label propagation in place: range by range (`ranges`), each node takes the label most of its
     neighbours have (ties broken by a seeded hash) when more of them have it than its own and the
     label's weight stays within `max_weight` with the node in it. `label_weight[l]` is the summed
     `node_weight` of label l's nodes. A round that moves fewer than a thousandth of the nodes is the last."""
@@ -100,12 +48,12 @@ def propagate(graph: ParhipGraph, bounds: np.ndarray, label: np.ndarray, label_w
         raise TypeError(f"labels must be a contiguous int32 array, got {label.dtype}")
     rate = _rate_native if kernels() is not None else _rate_numpy
     scratch = [np.zeros(label_weight.size, dtype=np.int32), np.empty(0, dtype=np.int32)]
+    graph = ranges.graph
     bar = tqdm(total=rounds * graph.m, desc=desc, unit="entry", unit_scale=True, disable=not progress, leave=False)
     for r in range(rounds):
         salt = np.uint64((seed * 1_000_003 + r) * 0x9E3779B97F4A7C15 % 2**64)
         moved = 0
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            indptr, cols = graph.rows(lo, hi)
+        for lo, hi, indptr, cols in ranges:
             best, best_count, own_count = rate(indptr, cols, label, lo, label_weight, node_weight[lo:hi], max_weight,
                                                salt, scratch)
             moved += _admit(lo, best, best_count, own_count, label, label_weight, node_weight, max_weight)
@@ -174,29 +122,29 @@ def _admit(lo: int, best: np.ndarray, best_count: np.ndarray, own_count: np.ndar
     return int(movers.size)
 
 
-def cluster(graph: ParhipGraph, bounds: np.ndarray, node_weight: np.ndarray, num_parts: int, imbalance: float,
-            seed: int, progress: bool = False) -> np.ndarray:
+def cluster(ranges: RowRanges, node_weight: np.ndarray, num_parts: int, imbalance: float, seed: int,
+            progress: bool = False) -> np.ndarray:
     """Each node's cluster (int32 ids 0..c-1, numbered in the order of their labels): label
     propagation with clusters of at most CLUSTER_SHARE x imbalance x total / num_parts weight."""
-    label = np.arange(graph.n, dtype=np.int32)
+    n = ranges.graph.n
+    label = np.arange(n, dtype=np.int32)
     label_weight = node_weight.copy()
     max_weight = max(int(node_weight.max()), int(CLUSTER_SHARE * imbalance * int(node_weight.sum()) / num_parts))
-    propagate(graph, bounds, label, label_weight, node_weight, max_weight, CLUSTER_ROUNDS, seed, "clusters", progress)
+    propagate(ranges, label, label_weight, node_weight, max_weight, CLUSTER_ROUNDS, seed, "clusters", progress)
     del label_weight
-    return unique_inverse(label, graph.n)[1].astype(np.int32)
+    return unique_inverse(label, n)[1].astype(np.int32)
 
 
-def contract(graph: ParhipGraph, bounds: np.ndarray, coarse_of: np.ndarray, node_weight: np.ndarray,
-             deg: np.ndarray, path: Path, max_entries: int, progress: bool = False) -> int:
+def contract(ranges: RowRanges, coarse_of: np.ndarray, node_weight: np.ndarray, path: Path, max_entries: int,
+             progress: bool = False) -> int:
     """Write the graph of the clusters to `path` (ParHIP: cluster weights, and as edge weight the
     number of fine edges between two clusters); its number of entries."""
     c = int(coarse_of.max()) + 1
     coarse_weight = np.bincount(coarse_of, weights=node_weight, minlength=c).astype(np.int64)
-    coarse_bounds = row_buckets(np.bincount(coarse_of, weights=deg, minlength=c).astype(np.int64), max_entries)
-    bar = tqdm(total=graph.m, desc="contract", unit="entry", unit_scale=True, disable=not progress, leave=False)
+    coarse_bounds = row_buckets(np.bincount(coarse_of, weights=ranges.deg, minlength=c).astype(np.int64), max_entries)
+    bar = tqdm(total=ranges.graph.m, desc="contract", unit="entry", unit_scale=True, disable=not progress, leave=False)
     with Buckets(path.parent, coarse_bounds.size - 1, {"row": np.int32, "col": np.int32}, "coarse") as buckets:
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            indptr, cols = graph.rows(lo, hi)
+        for lo, hi, indptr, cols in ranges:
             cu, cv = np.repeat(coarse_of[lo:hi], np.diff(indptr)), coarse_of[cols]
             keep = cu != cv
             cu, cv = cu[keep], cv[keep]
@@ -215,31 +163,28 @@ def coarsened_parts(path: Path, num_parts: int, seed: int, imbalance: float,
     While the partitioner runs, the per-node arrays wait on disk."""
     graph = ParhipGraph.open(path)
     deg = graph.degrees()
-    bounds = graph.ranges(deg, RATE_ENTRIES)
     node_weight = graph.vertex_weights()
-    coarse_of = cluster(graph, bounds, node_weight, num_parts, imbalance, seed, progress)
+    coarse_of = cluster(graph.ranges(deg, RATE_ENTRIES), node_weight, num_parts, imbalance, seed, progress)
     coarse, stash = path.with_name(path.name + ".coarse"), path.with_name(path.name + ".clusters.npy")
     try:
-        contract(graph, graph.ranges(deg, CONTRACT_ENTRIES), coarse_of, node_weight, deg, coarse, 2 * CONTRACT_ENTRIES,
-                 progress)
+        contract(graph.ranges(deg, CONTRACT_ENTRIES), coarse_of, node_weight, coarse, 2 * CONTRACT_ENTRIES, progress)
         np.save(stash, coarse_of)
         del deg, coarse_of, node_weight
         coarse_parts = partition(coarse, imbalance * COARSE_IMBALANCE_SHARE)
-        coarse.unlink()
         parts = coarse_parts[np.load(stash)]
     finally:
         coarse.unlink(missing_ok=True)
         stash.unlink(missing_ok=True)
     del coarse_parts
-    refine(graph, bounds, parts, graph.vertex_weights(), num_parts, imbalance, seed, progress)
+    refine(graph.ranges(graph.degrees(), RATE_ENTRIES), parts, graph.vertex_weights(), num_parts, imbalance, seed,
+           progress)
     return parts
 
 
-def refine(graph: ParhipGraph, bounds: np.ndarray, parts: np.ndarray, node_weight: np.ndarray, num_parts: int,
-           imbalance: float, seed: int, progress: bool = False) -> None:
+def refine(ranges: RowRanges, parts: np.ndarray, node_weight: np.ndarray, num_parts: int, imbalance: float, seed: int,
+           progress: bool = False) -> None:
     """Label-propagation refinement of `parts` in place, each part kept within
     (1 + imbalance) x ceil(total / num_parts) (KaMinPar's bound; a part above it only loses nodes)."""
     part_weight = np.bincount(parts, weights=node_weight, minlength=num_parts).astype(np.int64)
     bound = int((1 + imbalance) * -(-int(node_weight.sum()) // num_parts))
-    propagate(graph, bounds, parts, part_weight, node_weight, bound, REFINE_ROUNDS, seed + 1, "refine", progress)
-
+    propagate(ranges, parts, part_weight, node_weight, bound, REFINE_ROUNDS, seed + 1, "refine", progress)

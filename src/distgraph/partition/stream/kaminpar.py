@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import PartitionError
-from .coarsen import ParhipGraph, coarsened_parts
+from .adjacency import ParhipGraph
+from .coarsen import coarsened_parts
 
 # Above this many adjacency entries (8M edges) the graph is coarsened once before KaMinPar runs:
 # below it KaMinPar needs under ~170 MB and partitions the whole graph itself.

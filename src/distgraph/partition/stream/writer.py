@@ -33,8 +33,7 @@ from ..assign import SPLIT_MASKS, fill_empty_parts, positive_int
 from ..layout import DataSpec, check_name, config_json
 from ..out_folder import check_out, clear_out, write_config
 from ..writer import PartitionStats
-from .adjacency import row_buckets, write_parhip
-from .coarsen import ParhipGraph
+from .adjacency import ParhipGraph, row_buckets, write_parhip
 from .kaminpar import kaminpar_parts
 from .buckets import Buckets, id_dtype
 from .numbering import EdgeRouter, Numbering, edge_columns, edge_ranges, number_nodes
