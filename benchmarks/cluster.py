@@ -189,9 +189,9 @@ def pull_trainer(args: argparse.Namespace) -> None:
             for key, (ours, limit) in figures.items():
                 pair = [("ours", ours), ("limit", limit)]
                 for side, fn in pair[r % 2:] + pair[:r % 2]:  # which goes first alternates
-                    machine = machine_cpu()
+                    meter = machine_cpu()
                     out[key][side].append(rate(fn, IDS, args.seconds))
-                    out[key][f"{side}_cores"].append(cores_busy(machine, machine_cpu()).cores)
+                    out[key][f"{side}_cores"].append(cores_busy(meter, machine_cpu()).cores)
         bare.close()
         print(json.dumps(out), flush=True)
     dist.barrier()

@@ -42,7 +42,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
-ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 # DGL 2.1.0's warm epoch (10 steps) on this machine kind, idle, by issue 17: printed as
 # recorded when the peer is not measured in this run
@@ -50,7 +49,7 @@ DGL_10_STEPS_SECONDS_RECORDED = "0.74-0.82"
 TARGET = 0.7  # our warm epoch / DGL's, issue 17
 FANOUTS = [10, 25]
 BATCH = 1000
-from common import SHARED, cores_busy, machine_cpu, report, report_load, report_ratio  # noqa: E402
+from common import SHARED, cores_busy, loopback_ip_config, machine_cpu, report, report_load, report_ratio  # noqa: E402
 
 PEER_SCRIPTS = SHARED / "peers" / "dgl"
 
@@ -343,9 +342,7 @@ def report_stages(output: str, prefix: str) -> tuple[list[float], list[float]]:
 
 def launch(part_config: Path, machines: int, trainers: int, extra: str, workdir: Path,
            env: dict | None = None) -> str:
-    ip = workdir / f"ip_{machines}.txt"
-    subprocess.run([sys.executable, str(ROOT / "examples/graphsage/loopback_ip_config.py"), str(machines), str(ip)],
-                   check=True, capture_output=True)
+    ip = loopback_ip_config(workdir / f"ip_{machines}.txt", machines)
     cmd = [sys.executable, "-m", "distgraph.cli.main", "launch", "--workspace", str(workdir),
            "--num_trainers", str(trainers), "--num_servers", "1", "--num_samplers", "0",
            "--num_omp_threads", "1", "--part_config", str(part_config), "--ip_config", str(ip),
