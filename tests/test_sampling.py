@@ -228,10 +228,49 @@ def test_edge_split_and_bad_masks(tmp_path, sbm):
     book = load_partition_book(tmp_path / "g.json")
     shares = [edge_split(torch.arange(0, sbm.num_edges(), 3), book, rank=r, world_size=2) for r in range(2)]
     assert torch.equal(torch.cat(shares), torch.arange(0, sbm.num_edges(), 3))
-    with pytest.raises(InputError, match="mask has 5 entries"):
+    with pytest.raises(InputError, match="mask of 5 values but there are"):
         node_split(torch.ones(5, dtype=torch.bool), book, rank=0, world_size=2)
+    with pytest.raises(InputError, match="float32 mask of 5 values"):
+        node_split(torch.ones(5), book, rank=0, world_size=2)
     with pytest.raises(InputError, match="3 trainers cannot be spread evenly over 2 machines"):
         node_split(torch.arange(10), book, rank=0, world_size=3)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.float32,
+                                   torch.float64])
+def test_masks_of_any_dtype_select_their_nonzeros_as_bool_masks_do(tmp_path, sbm, dtype):
+    from distgraph.dataloading.split import edge_split, node_split
+    from distgraph.partition import load_partition_book
+
+    partition_graph(sbm, "g", 2, tmp_path)
+    book = load_partition_book(tmp_path / "g.json")
+    mask = sbm.ndata["train_mask"]
+    for r in range(4):  # every trainer's share is the bool mask's share, with or without force_even
+        for even in (True, False):
+            assert torch.equal(node_split(mask.to(dtype), book, rank=r, world_size=4, force_even=even),
+                               node_split(mask, book, rank=r, world_size=4, force_even=even))
+    shares = [node_split(mask.to(dtype), book, rank=r, world_size=4) for r in range(4)]
+    assert sum(s.numel() for s in shares) == int(mask.sum()) > 4  # not read as the ids 0 and 1
+    emask = torch.arange(sbm.num_edges()) % 5 == 0
+    assert torch.equal(edge_split(emask.to(dtype), book, rank=1, world_size=2),
+                       edge_split(emask, book, rank=1, world_size=2))
+    if not dtype.is_floating_point:  # integer tensors that are not 0/1 masks stay ids
+        ids = torch.tensor([5, 1, 9], dtype=dtype)
+        assert torch.cat([node_split(ids, book, rank=r, world_size=2) for r in range(2)]).tolist() == [1, 5, 9]
+        every = torch.arange(sbm.num_nodes(), dtype=dtype if dtype.itemsize > 1 else torch.int64)
+        assert sum(node_split(every, book, rank=r, world_size=2).numel() for r in range(2)) == sbm.num_nodes()
+
+
+def test_the_loaders_read_masks_of_any_dtype_as_the_ids_they_select(sbm):
+    from distgraph.dataloading import DistNodeDataLoader
+
+    sampler = MultiLayerNeighborSampler([2])
+    mask = sbm.ndata["train_mask"]
+    for m in (mask, mask.to(torch.int8), mask.to(torch.float32)):
+        seeds = torch.cat([out for _, out, _ in DistNodeDataLoader(sbm, m, sampler, batch_size=64)])
+        assert torch.equal(seeds, torch.nonzero(mask).flatten())
+    with pytest.raises(InputError, match="float32 mask of 3 values"):
+        DistNodeDataLoader(sbm, torch.ones(3), sampler)
 
 
 def test_repeated_seeds_are_sampled_once_in_first_occurrence_order(sbm):

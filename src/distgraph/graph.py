@@ -17,7 +17,7 @@ from .array_graph import (  # re-exported: modules and users import them from he
 from .errors import InputError
 
 __all__ = ["DEFAULT_ETYPE", "DEFAULT_NTYPE", "CanonicalEtype", "DataDict", "Graph", "TypeViews", "as_count",
-           "as_id_tensor", "per_type", "resolve_etype", "typed_indptr"]
+           "as_id_tensor", "as_selection", "is_mask", "per_type", "resolve_etype", "typed_indptr"]
 
 
 def as_id_tensor(values, what: str) -> torch.Tensor:
@@ -30,6 +30,33 @@ def as_id_tensor(values, what: str) -> torch.Tensor:
     if t.numel() and (t.dtype.is_floating_point or t.dtype == torch.bool or t.dtype.is_complex):
         raise InputError(f"{what} must be integer ids, got dtype {t.dtype}; cast them to int64")
     return t.reshape(-1).to(torch.int64)
+
+
+def is_mask(t: torch.Tensor, count: int) -> bool:
+    """Whether the 1-D `t` over an id space of `count` reads as a mask (nonzero = selected), as
+    DGL reads one: bool and float values as long as the space always; integers as long as the
+    space when they hold only 0 and 1 and repeat a value (distinct ids covering every id, as
+    `torch.arange(count)`, stay ids)."""
+    if t.dim() != 1 or t.numel() != count or t.dtype.is_complex:
+        return False
+    if t.dtype == torch.bool or t.dtype.is_floating_point:
+        return True
+    if not t.numel() or int(t.min()) < 0 or int(t.max()) > 1:
+        return False
+    return count > 2 or torch.unique(t).numel() < count
+
+
+def as_selection(values, count: int, what: str) -> torch.Tensor:
+    """The int64 ids that `values` selects out of `count`: the nonzero positions of a mask of
+    any dtype (bool, integer or float, see `is_mask`), else `values` as ids (order kept). A
+    bool or float array of another length is an error naming both lengths."""
+    t = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
+    if is_mask(t, count):
+        return torch.nonzero(t).flatten()
+    if t.numel() and (t.dtype == torch.bool or t.dtype.is_floating_point) and t.dim() == 1:
+        raise InputError(f"{what} is a {t.dtype} mask of {t.numel()} values but there are {count}; give one "
+                         f"value per node (or edge), or integer ids")
+    return as_id_tensor(t, what)
 
 
 def as_tensor(value) -> torch.Tensor:

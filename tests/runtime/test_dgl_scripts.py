@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch as th
 
-from distgraph.partition import load_partition_book
+from distgraph.partition import load_partition_book, partition_graph
 from test_dgl_datasets import tiny_arxiv, write_reddit
 
 from .conftest import child_env
@@ -98,3 +99,29 @@ def test_dgl_partition_script_on_reddit_files_and_an_ogb_folder(tmp_path):
     missing = subprocess.run([sys.executable, str(SCRIPTS / "partition.py"), "--dataset", "ogbn-papers100M"],
                              env=child_env(), capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert missing.returncode == 1 and "never downloads" in missing.stderr and "ogbn_papers100M/raw" in missing.stderr
+
+
+def test_int8_masks_give_every_trainer_the_bool_masks_share(graph, tmp_path, launches):
+    """DGL's node-classification script on partitions whose masks are int8 (as a chunked folder
+    or another tool's .npz holds them): each of 4 trainers gets the share the bool masks give."""
+    from distgraph.dataloading.split import node_split
+    from distgraph.graph import Graph
+
+    as_int8 = Graph(graph.src, graph.dst, graph.num_nodes(), ndata={
+        k: v.to(th.int8) if k.endswith("_mask") else v for k, v in graph.ndata.items()})
+    orig, _ = partition_graph(as_int8, "g", 2, tmp_path / "p", part_method="random", return_mapping=True)
+    book = load_partition_book(tmp_path / "p" / "g.json")
+    want = {}
+    for r in range(4):
+        train, val, test = (node_split(graph.ndata[k][orig], book, rank=r, world_size=4)
+                            for k in ("train_mask", "val_mask", "test_mask"))
+        local = int((book.nid2partid(train) == r // 2).sum())
+        want[r] = f"part {r}: train {train.numel()} (local {local}), val {val.numel()}, test {test.numel()}"
+    assert all(int(w.split()[3]) > 50 for w in want.values())  # shares of the mask, not of the ids 0 and 1
+    command = (f"{sys.executable} {SCRIPTS / 'node_classification.py'} --ip_config {tmp_path / 'ip_config.txt'} "
+               f"--out_dir {tmp_path} --num_epochs 1")
+    job = launches(tmp_path, tmp_path / "p" / "g.json", [1, 1], command, num_trainers=2, num_samplers=0)
+    assert job.wait(600) == 0, job.output[-4000:]
+    got = {int(m.group(1)): m.group(0) for m in re.finditer(r"part (\d+): train .*", job.output)}
+    assert got == want, job.output[-3000:]
+    assert job.left_behind() == ([], [])

@@ -101,8 +101,8 @@ class DistNodeDataLoader(_SeedLoader):
         _check_device(device)
         if isinstance(graph_sampler, EdgePredictionSampler):
             raise InputError("an edge-prediction sampler makes edge mini-batches: use DistEdgeDataLoader")
-        super().__init__(NodeCollator(g, graph_sampler), homogeneous_ids(g, nids, "nids"), batch_size, shuffle,
-                         drop_last, generator)
+        seeds = homogeneous_ids(g, nids, "nids", masks=True)
+        super().__init__(NodeCollator(g, graph_sampler), seeds, batch_size, shuffle, drop_last, generator)
 
 
 class DistEdgeDataLoader(_SeedLoader):
@@ -124,8 +124,8 @@ class DistEdgeDataLoader(_SeedLoader):
             edge_sampler = graph_sampler
         else:
             edge_sampler = EdgePredictionSampler(graph_sampler, exclude, reverse_eids, reverse_etypes, negative_sampler)
-        super().__init__(EdgeCollator(g, edge_sampler), homogeneous_ids(g, eids, "eids", "edge"), batch_size,
-                         shuffle, drop_last, generator)
+        seeds = homogeneous_ids(g, eids, "eids", "edge", masks=True)
+        super().__init__(EdgeCollator(g, edge_sampler), seeds, batch_size, shuffle, drop_last, generator)
 
 
 def DataLoader(graph, indices, graph_sampler, device=None, use_ddp: bool = False, ddp_seed: int = 0,  # noqa: N802

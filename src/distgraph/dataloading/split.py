@@ -15,9 +15,10 @@ num_trainers_per_machine=T)` writes: the trainer whose METIS part each node fell
 are ordered by trainer id first, so each trainer's slice is, as far as the counts allow, the
 nodes of its own part; without `force_even`, each trainer takes exactly its own part's.
 
-DGL's differences, kept out on purpose: its mask-only input reads a list of ids that is as
-long as the graph as a mask (so `node_split(np.arange(n), ...)` loses node 0; ids are ids
-here), its splits may differ by one element between trainers beyond what the counts force,
+A mask of any dtype (bool, integer, float: nonzero = selected) selects as in DGL; an integer
+tensor that is not one (values other than 0 and 1, or distinct ids covering every node) is a
+list of ids. DGL's differences, kept out on purpose: it reads every input as a mask (so
+`node_split(np.arange(n), ...)` loses node 0; ids are ids here), its splits may differ by one element between trainers beyond what the counts force,
 and it reseeds numpy's global random generator.
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import InputError
+from ..graph import as_selection
 from ..partition import RangePartitionBook
 
 
@@ -69,28 +71,30 @@ def _book(data, partition_book: RangePartitionBook | None) -> RangePartitionBook
 MASK_SLICE = 1 << 24  # rows of a DistTensor mask pulled at a time
 
 
-def _mask_ids(mask) -> torch.Tensor:
-    """Ids set in a boolean DistTensor mask, pulled a slice at a time (a 100M-node mask with
-    the index of every row would be ~1 GB a trainer)."""
-    n = len(mask)
-    found = [torch.nonzero(mask[torch.arange(s, min(s + MASK_SLICE, n))]).flatten() + s
-             for s in range(0, n, MASK_SLICE)]
+def _dist_mask_ids(mask) -> torch.Tensor | None:
+    """Ids set in a DistTensor as long as the id space, pulled a slice at a time (a 100M-node
+    mask with the index of every row would be ~1 GB a trainer); None when an integer slice
+    holds values other than 0 and 1 (the tensor holds ids, not a mask)."""
+    n, found = len(mask), []
+    for s in range(0, n, MASK_SLICE):
+        piece = mask[torch.arange(s, min(s + MASK_SLICE, n))]
+        if not (piece.dtype == torch.bool or piece.dtype.is_floating_point) and piece.numel() and \
+                (int(piece.min()) < 0 or int(piece.max()) > 1):
+            return None
+        found.append(torch.nonzero(piece).flatten() + s)
     return torch.cat(found) if found else torch.zeros(0, dtype=torch.int64)
 
 
 def _ids(nodes, count: int, what: str) -> torch.Tensor:
-    if hasattr(nodes, "part_policy"):  # a DistTensor mask (DGL passes g.ndata["train_mask"] itself)
-        if nodes.dtype == torch.bool and len(nodes) == count:
-            return _mask_ids(nodes)
+    """Sorted distinct ids of `nodes`: a mask of any dtype (nonzero = selected, DGL's reading of
+    `g.ndata['train_mask']` whether bool, int8 or float) or ids, told apart by `as_selection`."""
+    if hasattr(nodes, "part_policy"):  # a DistTensor (DGL passes g.ndata["train_mask"] itself)
+        if len(nodes) == count and count > 2:
+            ids = _dist_mask_ids(nodes)
+            if ids is not None:
+                return ids
         nodes = nodes[torch.arange(len(nodes))]
-    t = torch.as_tensor(nodes)
-    if t.dtype == torch.bool:
-        if t.numel() != count:
-            raise InputError(f"{what} mask has {t.numel()} entries but there are {count}")
-        return torch.nonzero(t).flatten()
-    if t.dtype.is_floating_point:
-        raise InputError(f"{what} must be a boolean mask or integer ids, got dtype {t.dtype}")
-    ids = torch.unique(t.reshape(-1).to(torch.int64))  # sorted: grouped by owning partition
+    ids = torch.unique(as_selection(nodes, count, what))  # sorted: grouped by owning partition
     if ids.numel() and (int(ids[0]) < 0 or int(ids[-1]) >= count):
         raise InputError(f"{what} ids must lie in [0, {count})")
     return ids
@@ -140,13 +144,13 @@ def _share(kind: str, items, partition_book, type_name, rank, force_even: bool, 
 
 def node_split(nodes, partition_book: RangePartitionBook | None = None, ntype: str = "_N", rank: int | None = None,
                force_even: bool = True, node_trainer_ids=None, world_size: int | None = None) -> torch.Tensor:
-    """This trainer's share of `nodes` (a boolean mask over `ntype`'s nodes, or ids)."""
+    """This trainer's share of `nodes` (a mask of any dtype over `ntype`'s nodes, or ids)."""
     return _share("node", nodes, partition_book, ntype, rank, force_even, node_trainer_ids, world_size)
 
 
 def edge_split(edges, partition_book: RangePartitionBook | None = None, etype=None, rank: int | None = None,
                force_even: bool = True, edge_trainer_ids=None, world_size: int | None = None) -> torch.Tensor:
-    """This trainer's share of `edges` (a boolean mask over `etype`'s edges, or ids)."""
+    """This trainer's share of `edges` (a mask of any dtype over `etype`'s edges, or ids)."""
     return _share("edge", edges, partition_book, etype, rank, force_even, edge_trainer_ids, world_size)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import InputError
-from ..graph import Graph, as_id_tensor, resolve_etype
+from ..graph import Graph, as_id_tensor, as_selection, resolve_etype
 from .local import SampledEdges, sample_graph
 
 
@@ -19,18 +19,25 @@ def type_map(g):
     return g if isinstance(g, Graph) else g.get_partition_book()
 
 
-def homogeneous_ids(g, ids, what: str, kind: str = "node") -> torch.Tensor:
+def homogeneous_ids(g, ids, what: str, kind: str = "node", masks: bool = False) -> torch.Tensor:
     """Homogeneous ids of `ids`: a tensor of them, or a dict {type: per-type ids} (DGL's form
-    on a heterogeneous graph, required there)."""
+    on a heterogeneous graph, required there). With `masks`, a type's mask of any dtype
+    (nonzero = selected, see `graph.is_mask`) stands for the ids it selects."""
     types = type_map(g)
+
+    def one(values, t, label: str) -> torch.Tensor:
+        if not masks:
+            return as_id_tensor(values, label)
+        return as_selection(values, types.num_nodes(t) if kind == "node" else types.num_edges(t), label)
+
     if isinstance(ids, dict):
         to_homo = types.map_to_homo_nid if kind == "node" else types.map_to_homo_eid
-        parts = [to_homo(as_id_tensor(v, f"{what} of {t!r}"), t) for t, v in ids.items()]
+        parts = [to_homo(one(v, t, f"{what} of {t!r}"), t) for t, v in ids.items()]
         return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
     if not types.is_homogeneous:
         names = types.ntypes if kind == "node" else types.canonical_etypes
         raise InputError(f"the graph has {kind} types {names}: give {what} as a dict {{type: ids}}")
-    return as_id_tensor(ids, what)
+    return one(ids, None, what)
 
 
 def etype_fanouts(fanout, canonical_etypes: list) -> int | torch.Tensor:
