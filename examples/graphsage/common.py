@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -88,6 +89,12 @@ def wrap(model: torch.nn.Module, distributed: bool) -> torch.nn.Module:
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     ddp.register_comm_hook(None, dg.distributed.rank_order_allreduce_hook)
     return ddp
+
+
+def joined(model: torch.nn.Module, distributed: bool) -> contextlib.AbstractContextManager:
+    """DDP's join around one epoch's steps: a trainer whose share of batches runs out first (or
+    that has none) shadows the others' all-reduces instead of leaving them waiting."""
+    return model.join() if distributed else contextlib.nullcontext()
 
 
 def all_sum(values: list[float], distributed: bool) -> list[float]:

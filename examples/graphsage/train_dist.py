@@ -20,7 +20,8 @@ import time
 
 import torch
 import torch.nn.functional as F
-from common import Checkpoints, add_common_args, all_sum, digest, fanouts, finish, optimizer, parse, start, wrap
+from common import (Checkpoints, add_common_args, all_sum, digest, fanouts, finish, joined, optimizer,
+                    parse, start, wrap)
 from tqdm import tqdm
 
 import distgraph as dg
@@ -32,7 +33,7 @@ def evaluate(model, g, nids, sampler, batch_size: int) -> tuple[int, int]:
     correct = total = 0
     with torch.no_grad():
         for inputs, outputs, blocks in dg.DistNodeDataLoader(g, nids, sampler, batch_size=batch_size):
-            pred = model(blocks, g.ndata["feat"][inputs]).argmax(1)
+            pred = model(blocks, g.ndata["feat"][inputs].float()).argmax(1)
             correct += int((pred == g.ndata["label"][outputs]).sum())
             total += outputs.numel()
     model.train()
@@ -46,7 +47,7 @@ def inference(model: dg.nn.GraphSAGE, g, batch_size: int) -> list:
     layers = [lambda block, h, conv=conv, i=i: conv(block, h) if i == last else F.relu(conv(block, h))
               for i, conv in enumerate(model.layers)]
     widths = [conv.fc_self.out_features for conv in model.layers]
-    return dg.layerwise_inference(g, layers, lambda ids: g.ndata["feat"][ids], widths, batch_size)
+    return dg.layerwise_inference(g, layers, lambda ids: g.ndata["feat"][ids].float(), widths, batch_size)
 
 
 def save_results(args: argparse.Namespace, model: dg.nn.GraphSAGE, g, nids: dict, distributed: bool,
@@ -88,6 +89,7 @@ def main() -> None:
     in_feats = g.ndata["feat"].shape[1]
     if rank == 0:
         print(f"{g}: {in_feats} features, {num_classes} classes; trainer 0 has {train_nid.numel()} training nodes")
+    dg.distributed.check_train_shares(train_nid.numel(), args.batch_size)
 
     sampler = dg.MultiLayerNeighborSampler(fanouts(args.fan_out))
     eval_sampler = dg.MultiLayerNeighborSampler(fanouts(args.eval_fan_out or args.fan_out))
@@ -105,28 +107,30 @@ def main() -> None:
         begin, pulled = time.perf_counter(), dg.metrics.remote_rows()
         loss_sum = correct = seeds = 0
         bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False, mininterval=1)
-        for inputs, outputs, blocks in bar:
-            logits, labels = model(blocks, g.ndata["feat"][inputs]), g.ndata["label"][outputs]
-            loss = F.cross_entropy(logits, labels)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
-            loss_sum += loss.item() * labels.numel()
-            correct += int((logits.argmax(1) == labels).sum())
-            seeds += labels.numel()
+        with joined(model, distributed):
+            for inputs, outputs, blocks in bar:
+                logits, labels = model(blocks, g.ndata["feat"][inputs].float()), g.ndata["label"][outputs]
+                loss = F.cross_entropy(logits, labels)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+                loss_sum += loss.item() * labels.numel()
+                correct += int((logits.argmax(1) == labels).sum())
+                seeds += labels.numel()
         seconds = time.perf_counter() - begin
         val = accuracy(val_nid)
+        mean_loss = loss_sum / max(seeds, 1)  # this trainer's epoch mean: logged, and printed by trainer 0
         if log:
-            log.log(epoch, loss=loss_sum / max(seeds, 1), **{"accuracy/train": correct / max(seeds, 1),
-                                                              "accuracy/val": val}, seeds_per_s=seeds / seconds,
+            log.log(epoch, loss=mean_loss, **{"accuracy/train": correct / max(seeds, 1),
+                                              "accuracy/val": val}, seeds_per_s=seeds / seconds,
                     remote_rows=dg.metrics.remote_rows() - pulled, epoch_seconds=seconds)
             log.flush()
         best = checkpoints.extra.get("best")
         if best is None or val > best["val"]:  # the test accuracy reported is the one at the best validation epoch
             best = checkpoints.extra["best"] = {"epoch": epoch, "val": val, "test": accuracy(test_nid)}
         if rank == 0:
-            print(f"epoch {epoch}: {len(loader)} steps in {seconds:.2f} s, loss {loss.item():.3f}, "
+            print(f"epoch {epoch}: {len(loader)} steps in {seconds:.2f} s, loss {mean_loss:.3f}, "
                   f"val acc {val:.4f}", flush=True)
         checkpoints.end_epoch(epoch, epoch == args.num_epochs - 1)
     if log:

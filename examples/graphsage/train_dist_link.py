@@ -17,14 +17,15 @@ import time
 
 import torch
 import torch.nn.functional as F
-from common import Checkpoints, add_common_args, all_sum, digest, fanouts, finish, optimizer, parse, start, wrap
+from common import (Checkpoints, add_common_args, all_sum, digest, fanouts, finish, joined, optimizer,
+                    parse, start, wrap)
 from tqdm import tqdm
 
 import distgraph as dg
 
 
 def scores(model, g, inputs, pairs, blocks) -> torch.Tensor:
-    h = model(blocks, g.ndata["feat"][inputs])
+    h = model(blocks, g.ndata["feat"][inputs].float())
     return (h[pairs.edge_index[0]] * h[pairs.edge_index[1]]).sum(1)
 
 
@@ -62,6 +63,7 @@ def main() -> None:
     in_feats = g.ndata["feat"].shape[1]
     if rank == 0:
         print(f"{g}: trainer 0 has {train_eid.numel()} training edges")
+    dg.distributed.check_train_shares(train_eid.numel(), args.batch_size, "training edge")
 
     sampler = dg.MultiLayerNeighborSampler(fanouts(args.fan_out))
     eval_sampler = dg.MultiLayerNeighborSampler(fanouts(args.eval_fan_out or args.fan_out))
@@ -74,19 +76,22 @@ def main() -> None:
     for epoch in range(checkpoints.start_epoch(), args.num_epochs):
         begin = time.perf_counter()
         bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False, mininterval=1)
-        for inputs, pos, neg, blocks in bar:
-            h = model(blocks, g.ndata["feat"][inputs])
-            logits = torch.cat([(h[p.edge_index[0]] * h[p.edge_index[1]]).sum(1) for p in (pos, neg)])
-            labels = torch.cat([torch.ones(pos.num_edges()), torch.zeros(neg.num_edges())])
-            loss = F.binary_cross_entropy_with_logits(logits, labels)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+        loss_sum = steps = 0
+        with joined(model, distributed):
+            for inputs, pos, neg, blocks in bar:
+                h = model(blocks, g.ndata["feat"][inputs].float())
+                logits = torch.cat([(h[p.edge_index[0]] * h[p.edge_index[1]]).sum(1) for p in (pos, neg)])
+                labels = torch.cat([torch.ones(pos.num_edges()), torch.zeros(neg.num_edges())])
+                loss = F.binary_cross_entropy_with_logits(logits, labels)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+                loss_sum, steps = loss_sum + loss.item(), steps + 1
         seconds = time.perf_counter() - begin
         wins, pairs = all_sum(list(evaluate(model, g, test_eid, eval_sampler, args.batch_size_eval)), distributed)
-        if rank == 0:
-            print(f"epoch {epoch}: {len(loader)} steps in {seconds:.2f} s, loss {loss.item():.3f}, "
+        if rank == 0:  # the loss is trainer 0's mean over the epoch's steps
+            print(f"epoch {epoch}: {len(loader)} steps in {seconds:.2f} s, loss {loss_sum / max(steps, 1):.3f}, "
                   f"held-out AUC {wins / max(pairs, 1):.4f}", flush=True)
         checkpoints.end_epoch(epoch, epoch == args.num_epochs - 1)
     if rank == 0:

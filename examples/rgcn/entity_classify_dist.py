@@ -245,6 +245,7 @@ def main() -> None:
     if rank == 0:
         print(f"{g} ({args.dataset or args.graph_name}): {num_classes} classes; trainer 0: "
               f"{len(split['train_mask'])} training, {len(split['val_mask'])} validation {category} nodes", flush=True)
+    dgl.distributed.check_train_shares(len(split["train_mask"]), args.batch_size, f"training {category} node")
 
     fanouts = [int(f) for f in args.fanout.split(",")]
     if len(fanouts) != args.n_layers:
@@ -315,9 +316,9 @@ def main() -> None:
                     seeds_per_s=seen / (toc - tic), remote_rows=dgl.metrics.remote_rows() - pulled,
                     epoch_seconds=toc - tic)
             log.flush()
-        if rank == 0:
-            print(f"Epoch {epoch}: {step + 1} steps in {toc - tic:.2f} s, loss {loss.item():.4f}, Train Acc "
-                  f"{correct / max(seen, 1):.4f}, Val Acc {val_acc:.4f}, Test Acc {test_acc:.4f}", flush=True)
+        if rank == 0:  # the loss is trainer 0's mean over the epoch's seeds, as logged
+            print(f"Epoch {epoch}: {len(loader)} steps in {toc - tic:.2f} s, loss {loss_sum / max(seen, 1):.4f}, "
+                  f"Train Acc {correct / max(seen, 1):.4f}, Val Acc {val_acc:.4f}, Test Acc {test_acc:.4f}", flush=True)
         checkpoints.end_epoch(epoch, epoch == args.n_epochs - 1)
         g.barrier()
     if log:

@@ -1,7 +1,8 @@
 """The examples resume from their checkpoints: a GraphSAGE run killed mid-way (its launcher
 SIGKILLed) and resumed ends with the same model, bit for bit, as an uninterrupted run with
 the same seed, standalone, on two loopback machines with sampler processes and with three
-trainers; the RGCN example with its sparse embeddings, standalone."""
+trainers; the RGCN example with its sparse embeddings, standalone. A trainer without
+training nodes joins the others' steps; a job without any stops at start in one line."""
 
 import re
 import shutil
@@ -9,6 +10,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import torch
 
 from .conftest import child_env
 
@@ -111,3 +114,35 @@ def test_rgcn_resumes_with_its_sparse_embeddings_bitwise(mag_parts, tmp_path):
     best = re.compile(r"best Val Acc ([\d.]+) at epoch (\d+); Test Acc ([\d.]+)")
     assert best.search(resumed).groups() == best.search(whole).groups()
     assert _digest(resumed) == _digest(whole)
+
+
+def _with_train_nodes(graph, count: int, out: Path) -> Path:
+    """A 2-part partition of `graph` whose train mask selects only its first `count` nodes."""
+    from distgraph.graph import Graph
+    from distgraph.partition import partition_graph
+
+    mask = torch.zeros(graph.num_nodes(), dtype=torch.bool)
+    mask[:count] = True
+    g = Graph(graph.src, graph.dst, graph.num_nodes(), ndata={**graph.ndata, "train_mask": mask})
+    partition_graph(g, "g", 2, out, part_method="random")
+    return out / "g.json"
+
+
+def test_a_trainer_without_training_nodes_joins_the_others_steps(graph, tmp_path, launches):
+    """3 training nodes, 4 trainers: trainer 0's share is empty; the job trains to the end
+    (DDP's join) instead of the others waiting for it in their all-reduces."""
+    part_config = _with_train_nodes(graph, 3, tmp_path / "p")
+    job = launches(tmp_path, part_config, [1, 1], f"{sys.executable} {EXAMPLE} {ARGS} --num_epochs 2", num_trainers=2)
+    assert job.wait(300) == 0, job.output[-3000:]
+    assert "trainer 0 has 0 training nodes" in job.output and "trainers [0] have no training node batch" in job.output
+    assert len(_epochs(job.output)) == 2 and _digest(job.output)
+    assert job.left_behind() == ([], [])
+
+
+def test_a_job_without_training_nodes_stops_at_start_with_both_counts(graph, tmp_path, launches):
+    part_config = _with_train_nodes(graph, 0, tmp_path / "p")
+    job = launches(tmp_path, part_config, [1, 1], f"{sys.executable} {EXAMPLE} {ARGS}", num_trainers=2)
+    assert job.wait(300) != 0
+    assert "cannot train: 0 training nodes for 4 trainers" in job.output, job.output[-3000:]
+    assert "epoch 0" not in job.output
+    assert job.left_behind() == ([], [])
