@@ -21,6 +21,7 @@ from leaks import new_session
 
 from distgraph.cluster.hosts import free_ports
 from distgraph.cluster.shm_files import session_files
+from distgraph.launch.failures import Failures
 from distgraph.partition import partition_graph
 
 torch.set_num_threads(1)
@@ -283,6 +284,7 @@ class Launch:
         self.proc.wait()
         for f in session_files(self.session):
             f.unlink(missing_ok=True)
+        Failures(self.session).log_path.unlink(missing_ok=True)  # the tracebacks of a failed job's processes
 
 
 @pytest.fixture

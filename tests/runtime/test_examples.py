@@ -143,6 +143,10 @@ def test_a_job_without_training_nodes_stops_at_start_with_both_counts(graph, tmp
     part_config = _with_train_nodes(graph, 0, tmp_path / "p")
     job = launches(tmp_path, part_config, [1, 1], f"{sys.executable} {EXAMPLE} {ARGS}", num_trainers=2)
     assert job.wait(300) != 0
-    assert "cannot train: 0 training nodes for 4 trainers" in job.output, job.output[-3000:]
-    assert "epoch 0" not in job.output
+    assert job.output.count("cannot train: 0 training nodes for 4 trainers") == 1, job.output[-3000:]
+    assert "Traceback" not in job.output and "epoch 0" not in job.output
+    failed = re.search(r"\[launch\] failed with the error above: (.*)", job.output).group(1).split(", ")
+    assert failed[0] in {f"{m}/trainer/{r}" for m, r in ((0, 0), (0, 1), (1, 2), (1, 3))}
+    log = re.search(r"\[launch\] their tracebacks: (.*)", job.output).group(1)
+    assert "check_train_shares" in open(log).read()  # the tracebacks are kept, out of sight
     assert job.left_behind() == ([], [])

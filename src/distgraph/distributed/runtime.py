@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cluster import error_lines
 from ..cluster.env import ProcessEnv, Timeouts, features_on_disk as features_on_disk_env
 from ..cluster.hosts import is_local
 from ..cluster.lifeline import watch
@@ -145,6 +146,8 @@ def initialize(ip_config: str | None = None, max_queue_size: int | None = None, 
         raise DistGraphError("distgraph.initialize() was already called in this process")
     env = ProcessEnv.from_environ()
     if env is not None:
+        if env.error_lines:
+            error_lines.install()
         env = env.with_defaults(ip_config, num_servers, num_workers, part_config)
         if env.role == "server":
             serve(env)

@@ -193,7 +193,7 @@ def make_plan(opts: LaunchOptions, serve: int | None = None) -> Plan:
         E.IP_CONFIG: opts.ip_config, E.PART_CONFIG: opts.part_config, E.SESSION: session,
         E.SECRET: secret, E.ENCRYPT: str(int(opts.encrypt)), E.FEATURES_ON_DISK: str(int(opts.features_on_disk)),
         E.NUM_SERVERS: str(opts.num_servers), E.NUM_TRAINERS: str(opts.num_trainers),
-        E.NUM_SAMPLERS: str(opts.num_samplers), "PYTHONUNBUFFERED": "1",
+        E.NUM_SAMPLERS: str(opts.num_samplers), E.ERROR_LINES: "1", "PYTHONUNBUFFERED": "1",
         **{k: os.environ[k] for k in FORWARDED if k in os.environ},
         **_extra_envs(opts.extra_envs),
     }

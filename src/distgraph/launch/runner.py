@@ -24,6 +24,7 @@ from collections import defaultdict
 
 from ..cluster.lifeline import beat_forever
 from ..cluster.shm_files import SHM_DIR, session_glob
+from .failures import Failures
 from .plan import LaunchOptions, Plan, ProcessSpec, make_plan, server_python
 from .remote import RemoteHost
 from .srun import SrunOptions
@@ -50,7 +51,9 @@ class Job:
 
     def __init__(self, plan: Plan, ssh: SshOptions | SrunOptions, sink: LineSink | None = None):
         self.plan, self.ssh = plan, ssh
-        self.sink = sink or self._print
+        self._show = sink or self._print
+        self.failures = Failures(plan.session)
+        self.exited: dict[str, int] = {}  # processes that ended on their own with a non-zero code
         self._lock = threading.Lock()
         self.specs = {s.label: s for s in plan.processes}
         self.has_trainers = any(s.role == "trainer" for s in plan.processes)  # not so under `distgraph serve`
@@ -63,6 +66,12 @@ class Job:
             out = sys.stderr if is_err else sys.stdout
             out.write(f"[{label}] {text}\n")
             out.flush()
+
+    def sink(self, label: str, is_err: bool, text: str) -> None:
+        """Every output line of the job's processes: shown, unless `failures` keeps it out of sight."""
+        shown = self.failures.route(label, text)
+        if shown is not None:
+            self._show(label, is_err, shown)
 
     def say(self, message: str) -> None:
         with self._lock:
@@ -117,7 +126,8 @@ class Job:
             if lost is not None:
                 self.say(f"{lost.error}; stopping the job")
                 return 255 if "lost the connection" in lost.error else 2
-            failed = next(((label, rc) for label, rc in codes.items() if rc not in (None, 0)), None)
+            self.exited = {label: rc for label, rc in codes.items() if rc not in (None, 0)}
+            failed = next(iter(self.exited.items()), None)
             if failed is not None:
                 self.say(f"{self.name(failed[0])} exited with code {failed[1]}; stopping the job")
                 return _exit_code(failed[1])
@@ -194,6 +204,8 @@ def run(plan: Plan, ssh: SshOptions | SrunOptions = SshOptions(), sink: LineSink
             signal.signal(s, signal.SIG_IGN)
         try:
             job.stop()
+            for line in job.failures.summary(job.exited):
+                job.say(line)
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
