@@ -128,3 +128,14 @@ def test_partitioning_a_file_never_imports_torch_and_writes_what_partition_graph
     partition_graph(g, "g", 2, tmp_path / "api", balance_ntypes=split_categories(g), balance_edges=True,
                     num_hops=2 if kind == "mag" else 1, num_trainers_per_machine=2 if kind == "mag" else 1)
     _same_partitions(tmp_path / "cli", tmp_path / "api")
+
+
+def test_bare_distgraph_prints_the_help_and_version_prints_the_version(capsys):
+    import distgraph
+
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: distgraph") and all(c in out for c in ("partition", "launch", "kge"))
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"distgraph {distgraph.__version__}"

@@ -28,6 +28,7 @@ def test_all_three_forms_comments_and_blank_lines():
     ("127.0.0.1 1 2 3\n", "line 1: expected `IP"),
     ("\n# only comments\n", "lists no machines"),
     ("bad_host! 30050\n", "line 1: 'bad_host!' is neither"),
+    ("10.0.0.1:30050\n", r"line 1: '10.0.0.1:30050': separate the port from the address with a space \(10.0.0.1 30050\)"),
 ])
 def test_errors_name_the_line(text, message):
     with pytest.raises(InputError, match=message):

@@ -77,6 +77,16 @@ def test_ip_config_must_list_one_machine_per_partition(parts, tmp_path):
     assert "lists 1 machines but" in run.stderr and "has 2 partitions" in run.stderr
 
 
+def test_a_host_whose_name_does_not_resolve_is_named_as_such(parts, tmp_path):
+    ip_config = tmp_path / "ip_config.txt"
+    ip_config.write_text("127.0.0.1 30050\nno-such-host.invalid 30050\n")
+    run = subprocess.run(launch_argv(tmp_path, parts[2], ip_config, "python3 -c pass"), env=child_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 255, run.stderr
+    assert "[launch] cannot resolve host no-such-host.invalid (ssh exited with code 255: " in run.stderr
+    assert "lost the connection" not in run.stderr and "nothing was started" in run.stderr
+
+
 def test_cli_keeps_the_command_given_after_extra_envs(monkeypatch):
     import distgraph.cli.launch as cli_launch
     from distgraph.cli.main import main

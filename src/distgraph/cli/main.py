@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 
+from .. import __version__
 from ..errors import DistGraphError
 from ..files import make_private
 
@@ -18,7 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="distgraph",
         description="Partition graphs and train GNNs / knowledge-graph embeddings on a cluster.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"distgraph {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"{__package__}.{name}").register(sub)
     return parser
@@ -27,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:  # bare `distgraph`: what it can do
+        parser.print_help()
+        return 0
     make_private()  # what a command writes, and every process a launch starts, is the user's alone
     try:
         code = args.func(args)

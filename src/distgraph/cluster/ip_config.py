@@ -68,6 +68,10 @@ def _host(token: str, where: str) -> str:
     except ValueError:
         if _HOSTNAME.match(token):
             return token
+    host, colon, port = token.rpartition(":")
+    if colon and port.isdigit() and host and ":" not in host:
+        raise InputError(f"{where}: {token!r}: separate the port from the address with a space "
+                         f"({host} {port}), as ip_config's lines are IP [PORT [NUM_SERVERS]]")
     raise InputError(f"{where}: {token!r} is neither an IP address nor a host name")
 
 

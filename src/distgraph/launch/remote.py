@@ -25,6 +25,8 @@ from .ssh import SshOptions, python_module_line
 from .supervisor import LineSink
 
 LOST_CODE = 255  # ssh's exit code for a failed session: the code of a host's processes when it is lost
+# how a host's error begins when its session failed (the launcher then exits with LOST_CODE)
+CONNECTION_FAILED = ("lost the connection to host", "cannot resolve host", "could not reach host")
 STOP_SECONDS = 20.0  # for an agent to stop its processes and report done
 
 
@@ -40,6 +42,7 @@ class RemoteHost:
         self.error: str | None = None
         self.checked = threading.Event()
         self.done = threading.Event()
+        self.heard = False  # the agent has spoken: the host was reached
         self._ssh_said: deque[str] = deque(maxlen=5)
         self.lifeline = Lifeline()
         argv = ssh.argv(host, python_module_line(python, "distgraph.launch.agent"))
@@ -63,6 +66,7 @@ class RemoteHost:
             except ValueError:  # not the agent speaking (e.g. a login banner): pass it on
                 self.say(f"{self.host}: {raw.decode(errors='replace').rstrip()}")
                 continue
+            self.heard = True
             if "line" in event:
                 self.sink(event["line"], bool(event.get("err")), str(event.get("text", "")))
             elif "exit" in event:
@@ -97,12 +101,22 @@ class RemoteHost:
             for t in self.readers:
                 t.join(timeout=1.0)
             if not self.done.is_set():
-                said = "; ".join(self._ssh_said) or "no message"
-                self.error = (f"lost the connection to host {self.host} ({self.via} exited with code "
-                              f"{self.proc.returncode}: {said})")
+                self.error = self._failed_session()
         if self.error is not None:
             return {label: LOST_CODE if code is None else code for label, code in self.codes.items()}
         return dict(self.codes)
+
+    def _failed_session(self) -> str:
+        """What to say of a session that ended before the agent said it was done (one of
+        CONNECTION_FAILED's beginnings): a name that does not resolve, a host never reached, or
+        a connection lost."""
+        said = "; ".join(self._ssh_said) or "no message"
+        how = f"{self.via} exited with code {self.proc.returncode}: {said}"
+        if not self.heard and "could not resolve hostname" in said.lower():
+            return f"cannot resolve host {self.host} ({how}); check its name in ip_config or give its IP address"
+        if not self.heard:
+            return f"could not reach host {self.host} ({how})"
+        return f"lost the connection to host {self.host} ({how})"
 
     def stop(self) -> bool:
         """Ask the agent to stop its processes and wait (bounded); True if it said it was done."""

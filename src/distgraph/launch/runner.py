@@ -26,7 +26,7 @@ from ..cluster.lifeline import beat_forever
 from ..cluster.shm_files import SHM_DIR, session_glob
 from .failures import Failures
 from .plan import LaunchOptions, Plan, ProcessSpec, make_plan, server_python
-from .remote import RemoteHost
+from .remote import CONNECTION_FAILED, LOST_CODE, RemoteHost
 from .srun import SrunOptions
 from .ssh import SshOptions
 from .supervisor import STOPPED_SECONDS, HostSupervisor, LineSink, sweep_shared_memory
@@ -125,7 +125,7 @@ class Job:
             lost = next((r for r in self.remotes if r.error is not None), None)
             if lost is not None:
                 self.say(f"{lost.error}; stopping the job")
-                return 255 if "lost the connection" in lost.error else 2
+                return LOST_CODE if lost.error.startswith(CONNECTION_FAILED) else 2
             self.exited = {label: rc for label, rc in codes.items() if rc not in (None, 0)}
             failed = next(iter(self.exited.items()), None)
             if failed is not None:
@@ -194,7 +194,7 @@ def run(plan: Plan, ssh: SshOptions | SrunOptions = SshOptions(), sink: LineSink
         error = job.start()
         if error is not None:
             job.say(f"{error}; nothing was started")
-            return 255 if "lost the connection" in error else 2
+            return LOST_CODE if error.startswith(CONNECTION_FAILED) else 2
         return job.supervise()
     except _Interrupted as exc:
         job.say(f"{signal.Signals(exc.signum).name}: stopping the job")
