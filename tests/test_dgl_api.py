@@ -189,3 +189,19 @@ def test_from_pyg_and_from_dgl_keep_structure_and_data():
 
     g = from_dgl(FakeDGL())
     assert g.num_edges() == 2 and list(g.ndata) == ["feat"] and list(g.edata) == ["w"]
+
+
+def test_use_graphbolt_is_said_once_and_changes_nothing(path, tmp_path, capsys, monkeypatch):
+    import distgraph.graphbolt as gb
+
+    monkeypatch.setattr(gb, "_SAID", False)
+    plain = dgl.sample_neighbors(path, torch.tensor([2, 1]), -1)
+    assert capsys.readouterr().err == ""
+    bolt = dgl.sample_neighbors(path, torch.tensor([2, 1]), -1, use_graphbolt=True)
+    dgl.distributed.partition_graph(path, "p", 1, tmp_path, use_graphbolt=True)
+    dgl.distributed.dgl_partition_to_graphbolt(tmp_path / "p.json", store_eids=True, graph_formats="csc")
+    err = capsys.readouterr().err
+    assert err.count("use_graphbolt: distgraph's own partitions and sampler serve both") == 1, err
+    assert torch.equal(plain.eids.sort().values, bolt.eids.sort().values)
+    with pytest.raises(InputError, match="does not exist"):
+        dgl.distributed.dgl_partition_to_graphbolt(tmp_path / "missing.json")

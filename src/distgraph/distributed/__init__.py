@@ -27,6 +27,7 @@ _EXPORTS = {
     **{n: f"..dataloading:{n}" for n in ("DistDataLoader", "DistEdgeDataLoader", "DistNodeDataLoader", "edge_split",
                                          "node_split")},
     "sample_neighbors": "..sampling:sample_neighbors",
+    "dgl_partition_to_graphbolt": "..graphbolt:dgl_partition_to_graphbolt",
     **{n: f"..optim:{n}" for n in ("SparseAdagrad", "SparseAdam")},
     **{n: f"..block:{n}" for n in ("DEFAULT_ETYPE", "DEFAULT_NTYPE")},
 }

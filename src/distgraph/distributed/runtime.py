@@ -19,6 +19,7 @@ from ..cluster.env import ProcessEnv, Timeouts, features_on_disk as features_on_
 from ..cluster.hosts import is_local
 from ..cluster.lifeline import watch
 from ..errors import DistGraphError, InputError
+from ..graphbolt import note_graphbolt
 from ..kvstore.client import KVClient
 from ..kvstore.handler import RequestHandler
 from ..kvstore.local import LocalChannel
@@ -140,7 +141,8 @@ def initialize(ip_config: str | None = None, max_queue_size: int | None = None, 
     DISTGRAPH_FEATURES_ON_DISK=1). DGL's `max_queue_size`, `net_type`, `num_worker_threads` and
     `use_graphbolt` are accepted and change nothing: messages are not queued in a fixed
     buffer, the transport is ZeroMQ, servers take their threads from `distgraph launch`, and
-    partitions serve sampling from their CSC either way."""
+    partitions serve sampling from their CSC either way (`use_graphbolt=True` says so in one
+    line, from trainer 0)."""
     global _CONTEXT
     if _CONTEXT is not None:
         raise DistGraphError("distgraph.initialize() was already called in this process")
@@ -159,6 +161,7 @@ def initialize(ip_config: str | None = None, max_queue_size: int | None = None, 
     else:
         _CONTEXT = _connect(env)
     atexit.register(exit_client)
+    note_graphbolt(use_graphbolt and _CONTEXT.role != "sampler" and _CONTEXT.rank == 0)
     if _CONTEXT.role == "trainer" and _CONTEXT.num_samplers > 0:
         from ..dataloading.workers import SamplerPool  # the runtime needs loaders only here
 

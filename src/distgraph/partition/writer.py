@@ -17,6 +17,7 @@ from ..array_graph import ArrayGraph, DataDict
 from ..arrays import gather_rows, group_keys, inverse_permutation, offsets, unique_inverse, unique_sorted
 from ..errors import PartitionError
 from ..files import private_files
+from ..graphbolt import note_graphbolt
 from .assign import assign_parts, node_mask, positive_int
 from .layout import DataSpec, PartMeta, check_name, config_json, etype_key, part_files
 from .in_edges import InEdges
@@ -302,9 +303,10 @@ def partition_graph(
     or "vol"). `node_weights` (one or more non-negative ints per node) replaces the METIS
     balance constraints that `balance_ntypes`/`balance_edges` make. `graph_formats` and
     `use_graphbolt` are accepted for DGL's scripts: a partition here always serves sampling
-    from its CSC. A folder holds one graph's partition: an earlier partition of `graph_name`
+    from its CSC (`use_graphbolt=True` says so in one line). A folder holds one graph's partition: an earlier partition of `graph_name`
     there is replaced, another graph's only with `overwrite` (`out_folder`)."""
     t0 = time.perf_counter()
+    note_graphbolt(use_graphbolt)
     check_name(graph_name, "graph name", allow_dot=True)
     for t in g.ntypes:
         check_name(t, "node type")

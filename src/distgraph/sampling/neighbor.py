@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import InputError
+from ..graphbolt import note_graphbolt
 from ..graph import Graph, as_id_tensor, as_selection, resolve_etype
 from .local import SampledEdges, sample_graph
 
@@ -72,7 +73,8 @@ def sample_neighbors(g, nodes, fanout, edge_dir: str = "in", prob: str | torch.T
     `exclude_edges` (edge ids; per type as a dict) are never returned. Draws come from
     `generator` (torch's default one if None); on a distributed graph each machine's share is
     drawn from a seed taken from it, so a seeded generator gives the same sample every time.
-    `use_graphbolt` is accepted for DGL's scripts and changes nothing."""
+    `use_graphbolt` is accepted for DGL's scripts and changes nothing (`graphbolt`)."""
+    note_graphbolt(use_graphbolt)
     e = sample_hop(g, homogeneous_ids(g, nodes, "nodes"), fanout, edge_dir, prob, replace, generator)
     if exclude_edges is not None:
         e = e.select(~torch.isin(e.eids, homogeneous_ids(g, exclude_edges, "exclude_edges", "edge")))
