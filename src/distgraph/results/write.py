@@ -4,7 +4,8 @@ a time so a trainer never holds more than a chunk beyond its share's ids.
 
 A folder holds one result (embeddings or predictions) of one node type: `part-<rank>.parquet`,
 `part-<rank>.<column>.npy` and `part-<rank>.json` (what the part holds; written last, so a
-part without it is incomplete) per trainer. `load_results` joins them."""
+part without it is incomplete) per trainer, the rank written in five digits (`part-00000`).
+`load_results` joins them."""
 
 from __future__ import annotations
 
