@@ -110,3 +110,86 @@ def test_ogb_dataset_absent_names_the_files_it_needs(tmp_path):
         DglNodePropPredDataset("ogbn-products", root=tmp_path)
     with pytest.raises(InputError, match="meta_dict"):
         DglNodePropPredDataset("ogbn-arxiv", root=tmp_path, meta_dict={})
+
+
+class _FakeCSR:
+    """Pickles as SciPy's csr_matrix does (the class named scipy.sparse.csr.csr_matrix, its
+    arrays in the instance dict), without SciPy."""
+
+    def __init__(self, dense: np.ndarray):
+        rows, cols = np.nonzero(dense)
+        self._shape, self.maxprint = dense.shape, 50
+        self.data, self.indices = dense[rows, cols], cols.astype(np.int32)
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=dense.shape[0]))]).astype(np.int32)
+
+
+def write_planetoid(folder: Path, stem: str, monkeypatch, citeseer_gap: bool = False) -> dict:
+    """Planetoid's eight files for a graph of 30 nodes (12 labelled training rows, test rows
+    stored out of order), pickled as the originals are; the truth they encode."""
+    import pickle
+    import sys
+    import types
+    from collections import defaultdict
+
+    for name in ("scipy", "scipy.sparse", "scipy.sparse.csr"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    _FakeCSR.__module__, _FakeCSR.__qualname__ = "scipy.sparse.csr", "csr_matrix"
+    monkeypatch.setattr(sys.modules["scipy.sparse.csr"], "csr_matrix", _FakeCSR, raising=False)
+    rng = np.random.default_rng(3)
+    n, classes, dim, train = 30, 3, 5, 12
+    feat = (rng.random((n, dim)) < 0.4).astype(np.float32)
+    feat[0] = 0  # a row without words: stays zero after normalising
+    label = rng.integers(0, classes, n)
+    test = np.array([29, 25, 27, 28, 26]) if not citeseer_gap else np.array([29, 25, 27, 26])  # 28: isolated
+    allx = np.arange(25)  # rows 0..24 are allx/ally, 25..29 tx/ty in the test index's order
+    onehot = np.eye(classes, dtype=np.float32)[label]
+    adjacency = defaultdict(list, {i: [] for i in range(n)})
+    for u, v in [(0, 1), (1, 2), (2, 0), (3, 4), (4, 3), (5, 5), (6, 29), (29, 6), (7, 8)]:
+        adjacency[u].append(v)
+    files = {"x": _FakeCSR(feat[:train]), "y": onehot[:train], "allx": _FakeCSR(feat[allx]), "ally": onehot[allx],
+             "tx": _FakeCSR(feat[test]), "ty": onehot[test], "graph": adjacency}
+    folder.mkdir(parents=True, exist_ok=True)
+    for part, value in files.items():
+        (folder / f"ind.{stem}.{part}").write_bytes(pickle.dumps(value, protocol=2))
+    (folder / f"ind.{stem}.test.index").write_text("".join(f"{i}\n" for i in test))
+    if citeseer_gap:
+        feat[28], onehot[28], label[28] = 0, 0, 0
+    total = feat.sum(1, keepdims=True)
+    return {"feat": np.where(total > 0, feat / np.where(total > 0, total, 1), 0), "label": label, "test": np.sort(test),
+            "edges": {(0, 1), (1, 0), (1, 2), (2, 1), (0, 2), (2, 0), (3, 4), (4, 3), (5, 5), (6, 29), (29, 6),
+                      (7, 8), (8, 7)}, "train": train, "n": n}
+
+
+@pytest.mark.parametrize("name, stem, sub, gap", [("cora", "cora_v2", "cora_v2", False),
+                                                  ("citeseer", "citeseer", "citeseer", True),
+                                                  ("pubmed", "pubmed", "Pubmed/raw", False)])
+def test_citation_graphs_read_planetoid_files_as_dgl_builds_them(tmp_path, monkeypatch, name, stem, sub, gap):
+    import distgraph.data as data
+
+    truth = write_planetoid(tmp_path / sub, stem, monkeypatch, citeseer_gap=gap)
+    cls = {"cora": data.CoraGraphDataset, "citeseer": data.CiteseerGraphDataset, "pubmed": data.PubmedGraphDataset}
+    monkeypatch.setenv("DGL_DOWNLOAD_DIR", str(tmp_path))  # DGL's download folder, as no raw_dir is given
+    ds = cls[name](verbose=False)
+    g = ds[0]
+    assert len(ds) == 1 and ds.num_classes == 3 and g.num_nodes() == truth["n"]
+    assert set(zip(g.src.tolist(), g.dst.tolist())) == truth["edges"] and g.num_edges() == len(truth["edges"])
+    assert np.allclose(g.ndata["feat"].numpy(), truth["feat"]) and g.ndata["feat"].dtype == torch.float32
+    assert torch.equal(g.ndata["label"], torch.from_numpy(truth["label"]))
+    assert torch.nonzero(g.ndata["train_mask"]).flatten().tolist() == list(range(truth["train"]))
+    assert torch.nonzero(g.ndata["val_mask"]).flatten().tolist() == list(range(truth["train"], truth["n"]))
+    assert torch.nonzero(g.ndata["test_mask"]).flatten().tolist() == truth["test"].tolist()
+    once = data.CitationGraphDataset(name, raw_dir=tmp_path, reverse_edge=False, verbose=False)[0]
+    assert once.num_edges() == (len(truth["edges"]) + 1) // 2  # each pair once, the self-loop once
+
+
+def test_citation_files_missing_or_foreign_are_one_clear_error(tmp_path, monkeypatch):
+    import pickle
+
+    import distgraph.data as data
+
+    with pytest.raises(InputError, match="never downloads"):
+        data.CoraGraphDataset(raw_dir=tmp_path, verbose=False)
+    write_planetoid(tmp_path / "cora_v2", "cora_v2", monkeypatch)
+    (tmp_path / "cora_v2" / "ind.cora_v2.graph").write_bytes(pickle.dumps(Path("x")))  # not an array, list or dict
+    with pytest.raises(InputError, match="asks for pathlib"):
+        data.CoraGraphDataset(raw_dir=tmp_path, verbose=False)

@@ -1,6 +1,7 @@
 """Graph inputs: `.npz` exchange files, delimited edge lists, PyG and DGL graphs, seeded
 synthetic generators, and datasets under DGL's and OGB's names read from their downloaded
-files (`RedditDataset`, `DglNodePropPredDataset`; never a download). Those that need torch
+files (`RedditDataset`, `CoraGraphDataset` and the other citation graphs,
+`DglNodePropPredDataset`; never a download). Those that need torch
 are imported on first use, so reading an `.npz` or an edge list into an `ArrayGraph`
 (`tensors=False`) never imports it."""
 
@@ -16,6 +17,8 @@ _EXPORTS = {  # these import torch
     "from_dgl": ".convert:from_dgl", "from_pyg": ".convert:from_pyg", "generate_mag": ".mag:generate_mag",
     "load_ogb_node": ".ogb:load_ogb_node", "generate_sbm": ".sbm:generate_sbm",
     "RedditDataset": ".reddit:RedditDataset", "DglNodePropPredDataset": ".ogb_dataset:DglNodePropPredDataset",
+    **{n: f".citation:{n}" for n in ("CitationGraphDataset", "CoraGraphDataset", "CiteseerGraphDataset",
+                                     "PubmedGraphDataset")},
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted([*_EXPORTS, "add_reverse_edges", "load_edgelist", "load_graph", "load_npz", "save_npz"])
