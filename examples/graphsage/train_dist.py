@@ -81,6 +81,7 @@ def main() -> None:
                                                               "probabilities into DIR after training")
     args = parse(ap)
     g, distributed, rank = start(args)
+    dg.distributed.require_fields(g, ["feat", "label", "train_mask", "val_mask", "test_mask"], script=__file__)
     book = g.get_partition_book()
     train_nid = dg.node_split(g.ndata["train_mask"], book, force_even=True)
     val_nid = dg.node_split(g.ndata["val_mask"], book, force_even=True)

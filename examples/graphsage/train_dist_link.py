@@ -56,6 +56,7 @@ def main() -> None:
     ap.add_argument("--eval_edges", type=int, default=2000, help="held-out edges scored per epoch (in all)")
     args = parse(ap)
     g, distributed, rank = start(args)
+    dg.distributed.require_fields(g, ["feat"], script=__file__)
     book = g.get_partition_book()
     held_out = torch.rand(g.num_edges(), generator=torch.Generator().manual_seed(0)) < 0.1
     train_eid = dg.edge_split(~held_out, book, force_even=True)

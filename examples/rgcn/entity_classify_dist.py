@@ -234,6 +234,7 @@ def main() -> None:
         th.distributed.init_process_group(backend="gloo")
     g = dgl.distributed.DistGraph(args.graph_name, part_config=args.conf_path)
     category = args.category
+    dgl.distributed.require_fields(g, ["feat", "label", "train_mask", "val_mask", "test_mask"], category, __file__)
     pb = g.get_partition_book()
     split = {name: dgl.distributed.node_split(g.nodes[category].data[name], pb, ntype=category, force_even=True)
              for name in ("train_mask", "val_mask", "test_mask")}

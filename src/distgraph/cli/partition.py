@@ -59,6 +59,12 @@ def register(subparsers) -> None:
     el.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                     help="the first line is a header (default: detected)")
     el.add_argument("--num_nodes", type=int, default=None, help="number of nodes (integer ids must be below it)")
+    el.add_argument("--node_data", metavar="FILE", default=None,
+                    help="a CSV or Parquet node table keyed by the edge list's ids: an 'id' column; 'label' (an "
+                         "integer class); 'train_mask', 'val_mask', 'test_mask' (0/1 or true/false); every other "
+                         "numeric column a feature, in file order, together 'feat' (Parquet may hold 'feat' as one "
+                         "list column). Nodes only in this file become isolated nodes; edge-list nodes without a "
+                         "row are counted (docs/partition.md)")
     p.set_defaults(func=run)
 
 
@@ -84,7 +90,8 @@ def _in_memory_only(args: argparse.Namespace) -> str | None:
     """Why these options need the whole graph in memory, if they do."""
     for flag, value, default in (("--num_hops", args.num_hops, 1), ("--num_trainers_per_machine",
                                  args.num_trainers_per_machine, 1), ("--objtype", args.objtype, "cut"),
-                                 ("--add_reverse_edges", args.add_reverse_edges, False)):
+                                 ("--add_reverse_edges", args.add_reverse_edges, False),
+                                 ("--node_data", args.node_data, None)):
         if value != default:
             return f"{flag} {value} needs the whole graph"
     return None
@@ -110,6 +117,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--out {args.out} is an existing file; pass a folder (it is created if missing)")
     if args.input and not Path(args.input).exists():
         raise InputError(f"graph file {args.input} does not exist")
+    if args.node_data and not args.input:
+        raise InputError("--node_data goes with an --input edge list (an OGB --dataset has its own node data)")
+    if args.node_data and not Path(args.node_data).is_file():
+        raise InputError(f"node data {args.node_data} does not exist")
     if Path(args.out).is_dir():  # before a long load
         check_out(Path(args.out), args.graph_name, args.overwrite)
     budget = int(args.memory_budget * 2**30) if args.memory_budget else default_budget()
@@ -177,6 +188,11 @@ def _run_in_memory(args: argparse.Namespace, budget: int) -> int:
     else:  # numpy arrays: torch (a second or more to import) is never loaded for a file
         g = load_graph(args.input, tensors=False, delimiter=args.delimiter, header=args.header,
                        num_nodes=args.num_nodes)
+    if args.node_data:
+        from ..data.node_table import attach_node_data
+
+        g, said = attach_node_data(g, args.node_data)
+        print("\n".join(said))
     if args.add_reverse_edges:
         g = add_reverse_edges(g)
     load_seconds = time.perf_counter() - t0

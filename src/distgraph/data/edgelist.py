@@ -13,6 +13,7 @@ text at once, checks every line's field count and names the offending line.
 from __future__ import annotations
 
 import re
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,6 +204,16 @@ def _string_ids(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank[inverse].reshape(-1, 2), uniq[order]
 
 
+def _warn_if_header(p: Path, lay: _Layout, ids: np.ndarray, first: np.ndarray) -> None:
+    """Say so when the first edge of a string-id file looks like a header read as an edge: two
+    names that occur nowhere else in the file (`person,friend` above names)."""
+    if ids.shape[0] < 2 or first[0] == first[1] or (ids[1:] < 2).any():  # ids 0 and 1 are the first line's
+        return
+    line, text = _line_at(p, lay.skip, 0)
+    print(f"warning: {p} line {line} ({text!r}) was read as an edge, but its two names occur nowhere else: if it "
+          f"is a header, pass --header (header=True)", file=sys.stderr, flush=True)
+
+
 def load_edgelist(
     path: str | Path,
     delimiter: str | None = None,
@@ -235,6 +246,8 @@ def load_edgelist(
             if num_nodes is not None:
                 raise InputError(f"{p} has string node ids; num_nodes applies to integer ids only")
             ids, names = _string_ids(table[:, :2])
+            if header is None:
+                _warn_if_header(p, lay, ids, table[0, :2])
         src, dst = np.ascontiguousarray(ids[:, 0]), np.ascontiguousarray(ids[:, 1])
     if names is None:
         bad = np.flatnonzero((np.minimum(src, dst) < 0) | (np.maximum(src, dst) >= num_nodes if num_nodes is not None else False))

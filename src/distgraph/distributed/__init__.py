@@ -14,7 +14,7 @@ _EXPORTS = {
     **{n: f".checkpoint:{n}" for n in ("CheckpointDir", "load_checkpoint", "save_checkpoint")},
     **{n: f".resume:{n}" for n in ("EpochCheckpoints", "model_digest")},
     "rank_order_allreduce_hook": ".ddp:rank_order_allreduce_hook",
-    "check_train_shares": ".train_shares:check_train_shares",
+    **{n: f".preflight:{n}" for n in ("check_train_shares", "require_fields")},
     **{n: f".initializers:{n}" for n in ("Constant", "Initializer", "Normal", "Uniform", "Zeros")},
     **{n: f".policy:{n}" for n in ("EdgePartitionPolicy", "NodePartitionPolicy", "PartitionPolicy",
                                    "edge_policy_str", "graph_data_name", "node_policy_str", "table_policy_str")},
