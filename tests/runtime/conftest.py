@@ -21,6 +21,8 @@ from leaks import new_session
 
 from distgraph.cluster.hosts import free_ports
 from distgraph.cluster.shm_files import session_files
+from distgraph.rpc import wire
+from distgraph.rpc.transport import ANSWER_OP, CHALLENGE_OP
 from distgraph.launch.failures import Failures
 from distgraph.partition import partition_graph
 
@@ -44,6 +46,18 @@ def write_ip_config(path: Path, servers_per_machine: list[int]) -> Path:
     lines = ["# test cluster on loopback", ""] + [f"127.0.0.1 {p} {n}" for p, n in zip(bases, servers_per_machine)]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def answer_challenge(sock, credentials, audience: str) -> dict:
+    """Ask for the server's challenge on `sock` and answer it as a client of `credentials`: the
+    server's last reply."""
+    sock.send_multipart(wire.pack({"op": CHALLENGE_OP, "rid": 0}), copy=True)
+    assert sock.poll(60_000)
+    challenge = wire.unpack(sock.recv_multipart())[0]["challenge"].encode()
+    sock.send_multipart(wire.pack({"op": ANSWER_OP, "rid": 0,
+                                   "answer": credentials.answer(audience, challenge).decode()}), copy=True)
+    assert sock.poll(60_000)
+    return wire.unpack(sock.recv_multipart())[0]
 
 
 @pytest.fixture(scope="session")
@@ -101,12 +115,14 @@ def _collect(stream, lines: list[str]) -> None:
 class Cluster:
     """Server processes (`python -m distgraph.server`) for every machine of an ip_config that
     this writes to `ip_config` with ports from the OS (again, if one was taken meanwhile);
-    `features_on_disk` as `distgraph launch --features_on_disk`."""
+    `features_on_disk` as `distgraph launch --features_on_disk`; `secret` the job's secret (a new
+    one by default)."""
 
     def __init__(self, part_config: Path, ip_config: Path, servers_per_machine: list[int], num_trainers: int = 1,
-                 timeout: float = REQUEST_TIMEOUT, encrypt: bool = False, features_on_disk: bool = False):
+                 timeout: float = REQUEST_TIMEOUT, encrypt: bool = False, features_on_disk: bool = False,
+                 secret: str | None = None):
         self.part_config, self.ip_config = part_config, ip_config
-        self.secret, self.encrypt = secrets.token_hex(32), encrypt
+        self.secret, self.encrypt = secret or secrets.token_hex(32), encrypt
         self.features_on_disk = features_on_disk
         self.timeout = timeout
         self.num_trainers = num_trainers

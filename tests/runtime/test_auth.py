@@ -11,7 +11,6 @@ import socket
 import sys
 import threading
 import time
-from contextlib import contextmanager
 
 import pytest
 import torch
@@ -20,12 +19,12 @@ from zmq.utils.monitor import recv_monitor_message
 
 from distgraph.cluster.ip_config import PeerAddress, parse_ip_config, server_addresses
 from distgraph.rpc import PeerError, wire
-from distgraph.rpc.auth import ZAP_ENDPOINT, Credentials
-from distgraph.rpc.transport import Connections, Request
+from distgraph.rpc.auth import Credentials
+from distgraph.rpc.transport import ANSWER_OP, Connections, Request
 
 from zmtp import ZAP_REFUSAL, replay as _replay
 
-from .conftest import SCRIPTS, Cluster, as_trainer
+from .conftest import SCRIPTS, Cluster, answer_challenge, as_trainer
 
 
 @pytest.fixture
@@ -43,8 +42,9 @@ REFUSED = {zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
            zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL}  # (a loaded peer may close before it says why)
 
 
-def _ping(endpoint: str, setup, served: bool = True) -> tuple[dict | None, list[int]]:
-    """Send one `ping` with a raw socket prepared by `setup`: (reply or None, monitor events).
+def _ping(endpoint: str, setup, served: bool = True, answer=None) -> tuple[dict | None, list[int]]:
+    """Send one `ping` with a raw socket prepared by `setup`, after answering the server's
+    challenge as `answer` = (credentials, audience) when given: (reply or None, monitor events).
     A reply is waited for up to 60 s when the ping should be `served` (a loaded machine may
     take seconds), 3 s when it should not (what would come later goes unseen); the events
     of a ping not served, until the handshake's refusal (up to 60 s)."""
@@ -54,6 +54,8 @@ def _ping(endpoint: str, setup, served: bool = True) -> tuple[dict | None, list[
     monitor = sock.get_monitor_socket()
     sock.connect(endpoint)
     try:
+        if answer is not None:
+            assert answer_challenge(sock, *answer)["ok"]
         sock.send_multipart(wire.pack({"op": "ping", "rid": 1}), copy=True)
         reply = wire.unpack(sock.recv_multipart())[0] if sock.poll(60_000 if served else 3000) else None
         events = []
@@ -72,8 +74,11 @@ def _ping(endpoint: str, setup, served: bool = True) -> tuple[dict | None, list[
 
 def test_only_peers_that_prove_the_secret_are_served(cluster):
     peer = _peers(cluster)[0]
-    reply, _ = _ping(peer.endpoint, lambda s: cluster.credentials.client(s, peer.audience))
+    reply, _ = _ping(peer.endpoint, lambda s: cluster.credentials.client(s, peer.audience),
+                     answer=(cluster.credentials, peer.audience))
     assert reply["ok"] and reply["machine_id"] == 0
+    reply, _ = _ping(peer.endpoint, lambda s: cluster.credentials.client(s, peer.audience))  # no answer given
+    assert not reply["ok"] and "did not answer this server's challenge" in reply["error"]
     for setup in (lambda s: None,  # no credentials at all
                   lambda s: Credentials(secrets.token_hex(32).encode()).client(s, peer.audience)):  # another job's
         reply, events = _ping(peer.endpoint, setup, served=False)
@@ -94,7 +99,7 @@ def test_a_proof_is_good_for_its_own_server_once(cluster):
         sock.plain_username, sock.plain_password = username, password
 
     assert _ping(b.endpoint, reuse, served=False)[0] is None  # made for server a: server b refuses it
-    assert _ping(a.endpoint, reuse)[0]["ok"]  # its own server takes it, once
+    assert _ping(a.endpoint, reuse, answer=(cluster.credentials, a.audience))[0]["ok"]  # its own server, once
     assert _ping(a.endpoint, reuse, served=False)[0] is None
 
 
@@ -132,7 +137,8 @@ class _Recorder:
 
 
 def _record_ping(peer, upstream: tuple[str, int], credentials) -> bytes:
-    """The bytes a client sends for a handshake with `peer` and one `ping`, relayed to `upstream`."""
+    """The bytes a client sends for a handshake with `peer`, the answer to its challenge and one
+    `ping`, relayed to `upstream`."""
     recorder = _Recorder(upstream)
     via = PeerAddress(peer.machine_id, peer.server_id, "127.0.0.1", recorder.port)
     sock = zmq.Context.instance().socket(zmq.DEALER)
@@ -140,41 +146,13 @@ def _record_ping(peer, upstream: tuple[str, int], credentials) -> bytes:
     sock.linger = 0
     sock.connect(via.endpoint)
     try:
+        assert answer_challenge(sock, credentials, via.audience)["ok"]
         sock.send_multipart(wire.pack({"op": "ping", "rid": 1}), copy=True)
-        sock.poll(3000)
+        assert sock.poll(60_000) and wire.unpack(sock.recv_multipart())[0]["ok"]  # answered when live
     finally:
         sock.close()
     time.sleep(0.2)  # the relay forwards what is still in flight
     return recorder.close()
-
-
-@contextmanager
-def _server_that_checks_nothing():
-    """A PLAIN server whose ZAP handler accepts every handshake; yields its port."""
-    ctx = zmq.Context()
-    zap = ctx.socket(zmq.REP)
-    zap.linger = 0
-    zap.bind(ZAP_ENDPOINT)
-    server = ctx.socket(zmq.ROUTER)
-    server.plain_server, server.linger = True, 0
-    stop = threading.Event()
-
-    def accept_all():
-        while not stop.is_set():
-            if zap.poll(50):
-                version, rid, *_ = zap.recv_multipart()
-                zap.send_multipart([version, rid, b"200", b"OK", b"anyone", b""])
-
-    thread = threading.Thread(target=accept_all, daemon=True)
-    thread.start()
-    try:
-        yield server.bind_to_random_port("tcp://127.0.0.1")
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
-        zap.close()
-        ctx.term()
 
 
 def _host_port(peer) -> tuple[str, int]:
@@ -182,28 +160,33 @@ def _host_port(peer) -> tuple[str, int]:
 
 
 def test_a_recorded_connection_replayed_on_the_wire_is_refused(cluster, parts, tmp_path):
-    """A trainer's real connection to server a (handshake and a request), recorded byte for
-    byte and replayed on new TCP connections: to server b of the job, to server a later, and
-    to a server of another job. None answers a single request."""
+    """A trainer's real connection to server a (handshake, challenge answered, a request),
+    recorded byte for byte and replayed on new TCP connections: to server b of the job, to
+    server a later, to a server of another job, and to the same server of a later run of the
+    job with the same secret (its handshake passes there: that server has not seen the nonce;
+    the challenge is new). None answers a single request."""
     a, b = _peers(cluster)
     recorded = _record_ping(a, _host_port(a), cluster.credentials)
-    assert b"PLAIN" in recorded and b"ping" in recorded
-
-    # the control: the same recording made against a server that checks nothing, replayed
-    # to a, which has not seen its nonce, is answered; so the replays below test the proof
-    with _server_that_checks_nothing() as dummy_port:
-        fresh = _record_ping(a, ("127.0.0.1", dummy_port), cluster.credentials)
-    answered = _replay(fresh, _host_port(a))
-    assert b"machine_id" in answered and ZAP_REFUSAL not in answered
+    assert b"PLAIN" in recorded and b"ping" in recorded and ANSWER_OP.encode() in recorded
+    until = (ZAP_REFUSAL, b"machine_id", b"did not answer")
 
     other = Cluster(parts[1], tmp_path / "other_job.txt", [1], timeout=5.0)
     try:
         for target in (b, a, _peers(other)[0]):
-            got = _replay(recorded, _host_port(target))
+            got = _replay(recorded, _host_port(target), until)
             assert got.endswith(ZAP_REFUSAL) and b"machine_id" not in got, (target, got[-40:])
     finally:
         other.stop()
     assert "refused a connection from 127.0.0.1" in "".join(cluster.stderr[(1, 0)])
+    cluster.stop()
+
+    later = Cluster(parts[2], tmp_path / "later_run.txt", [1, 1], timeout=5.0, secret=cluster.secret)
+    try:
+        got = _replay(recorded, _host_port(_peers(later)[0]), until)
+        assert ZAP_REFUSAL not in got and b"did not answer this server's challenge" in got, got[-80:]
+        assert b"machine_id" not in got
+    finally:
+        later.stop()
 
 
 def test_a_client_with_another_secret_gets_an_error_naming_the_server(cluster):
@@ -231,7 +214,8 @@ def test_encrypted_job(parts, tmp_path):
         peer = _peers(cluster)[0]
         assert _ping(peer.endpoint, lambda s: plain.client(s, peer.audience), served=False)[0] is None
         encrypted = Credentials(cluster.secret.encode(), True)
-        assert _ping(peer.endpoint, lambda s: encrypted.client(s, peer.audience))[0]["ok"]
+        assert _ping(peer.endpoint, lambda s: encrypted.client(s, peer.audience),
+                     answer=(encrypted, peer.audience))[0]["ok"]
     finally:
         cluster.stop()
 

@@ -16,7 +16,7 @@ from distgraph.optim import SparseAdagrad, SparseAdam
 from distgraph.partition import load_partition
 from distgraph.rpc import wire
 
-from .conftest import Cluster, as_trainer
+from .conftest import Cluster, answer_challenge, as_trainer
 from .test_kvstore import dense_lazy_adam
 
 N = 2000
@@ -226,6 +226,7 @@ def _raw(frames_list, peer, credentials):
     sock.connect(peer.endpoint)
     replies = []
     try:
+        assert answer_challenge(sock, credentials, peer.audience)["ok"]
         for frames in frames_list:
             sock.send_multipart(frames)
             assert sock.poll(60_000), f"no reply to {frames!r:.80}"
@@ -307,6 +308,7 @@ def test_requests_merged_into_one_message_are_each_answered(dist, cluster):
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(peer.endpoint)
     try:
+        assert answer_challenge(sock, cluster.credentials, peer.audience)["ok"]
         sock.send_multipart(msg)
         assert sock.poll(60_000)
         header, out = wire.unpack(sock.recv_multipart())

@@ -74,7 +74,10 @@ class KVServer:
         self.stopping = self.signalled = True
 
     def _serve_one(self) -> None:
-        identity, frames = self.socket.recv()
+        received = self.socket.recv()
+        if received is None:  # a connection's challenge exchange, handled by the socket
+            return
+        identity, frames = received
         try:
             header, specs = unpack_header(frames[0]) if frames else ({}, [])
         except WireError as exc:

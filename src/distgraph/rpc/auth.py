@@ -10,6 +10,15 @@ own audience and refuses it, and the server it was made for accepts each nonce o
 replay on a later connection is refused too. A server carries its audience in the socket's
 ZAP domain, which the handler checks the MAC against; another job has another secret.
 
+A handshake proves the secret, but a recording of it would prove it again to a server that
+has not seen its nonce: a server of a later run of a job with the same secret (a torchrun
+recipe's secret file is reused run after run). So before its first operation every
+connection also answers a fresh challenge of the server it reached: the server sends random
+bytes, the client returns HMAC-SHA256 over them and the audience, and the server serves no
+operation on that connection until the answer is right (`challenge`, `answer`, `answers`).
+A recording answers a challenge that is gone: replayed into any later run, or any server,
+it gets no reply but the refusal.
+
 The listening side checks in a ZAP handler thread and refuses anything else, before the
 connection carries a single message; the refused peer's ZeroMQ reports the refusal
 (`EVENT_HANDSHAKE_FAILED_AUTH`), which the transport turns into an error naming the server.
@@ -36,6 +45,7 @@ ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 DOMAIN_PREFIX = b"distgraph:"  # + the server's audience: the ZAP domain of a job's listening socket
 PLAIN_VERSION = b"distgraph-plain-2"
 NONCE_BYTES = 16
+CHALLENGE_VERSION = b"distgraph-challenge-1"
 REFUSAL = "distgraph: this peer did not prove it belongs to the job (a wrong or missing job secret)"
 
 
@@ -81,6 +91,20 @@ class Credentials:
             sock.curve_server, sock.curve_publickey, sock.curve_secretkey = True, public, private
         else:
             sock.plain_server = True
+
+    @staticmethod
+    def challenge() -> bytes:
+        """A server's fresh challenge for one connection."""
+        return secrets.token_hex(NONCE_BYTES).encode()
+
+    def answer(self, audience: str, challenge: bytes) -> bytes:
+        """A client's answer to `challenge` from the server called `audience`."""
+        message = b"\0".join((CHALLENGE_VERSION, audience.encode(), challenge))
+        return hmac.new(self.secret, message, hashlib.sha256).hexdigest().encode()
+
+    def answers(self, audience: str, challenge: bytes, answer: bytes) -> bool:
+        """Whether `answer` is the answer to this server's `challenge`."""
+        return hmac.compare_digest(answer, self.answer(audience, challenge))
 
     def accepts(self, domain: bytes, mechanism: bytes, credentials: list[bytes], seen: set[bytes]) -> bool:
         """Whether a handshake to the socket of ZAP `domain` proves the secret; a PLAIN nonce

@@ -1,6 +1,8 @@
 """ZeroMQ transport: a ROUTER socket per server; in each client one DEALER connection per
 server, requests scattered to several servers at once and their replies gathered. Every
-connection proves the job's secret first (`auth`); a refused one is an error naming the server.
+connection proves the job's secret first (`auth`), then answers the server's challenge
+before its first request (a recorded connection cannot: `auth`); a refused one is an error
+naming the server.
 
 Every wait is bounded. A connection that drops while a request is in flight (the server
 process died) fails at once; a peer that stays silent fails after the timeout. Either way
@@ -32,6 +34,10 @@ CHECK_SECONDS = 0.2  # how often a waiting call runs its caller's check
 # doubles them): a 5 MB reply fits at once, so the sender hands it over in one go instead
 # of waiting for the receiver to drain an autotuned buffer.
 SOCKET_BUFFER_BYTES = 8 << 20
+# a connection's challenge and its answer, before any operation (`auth`); rid 0 is theirs alone
+CHALLENGE_OP, ANSWER_OP, CHALLENGE_RID = "auth-challenge", "auth-answer", 0
+UNANSWERED = ("this connection did not answer this server's challenge: no operation is served on it (a recorded "
+              "connection replayed, or a client of another job)")
 
 
 class PeerError(DistGraphError):
@@ -91,6 +97,9 @@ class ServerSocket:
     peers that prove `credentials` to `audience` (this server's `PeerAddress.audience`) get through."""
 
     def __init__(self, endpoint: str, send_timeout: float, credentials: Credentials, label: str, audience: str):
+        self.credentials, self.audience = credentials, audience
+        self._answered: set[bytes] = set()  # identities of connections that answered their challenge
+        self._challenges: dict[bytes, bytes] = {}  # identity -> the challenge it was sent
         self.authenticator = Authenticator(zmq.Context.instance(), credentials, label)
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
         credentials.server(self.socket, audience)
@@ -109,10 +118,35 @@ class ServerSocket:
     def poll(self, timeout: float) -> bool:
         return bool(self.socket.poll(int(timeout * 1000), zmq.POLLIN))
 
-    def recv(self) -> tuple[bytes, list]:
-        """(sender identity, message frames); frames are zero-copy for large buffers."""
+    def recv(self) -> tuple[bytes, list] | None:
+        """(sender identity, message frames) of a request; frames are zero-copy for large buffers.
+        None when the message was a connection's challenge exchange (answered here) or came on a
+        connection that has not answered its challenge (refused here)."""
         frames = self.socket.recv_multipart(copy=False)
-        return frames[0].bytes, frames[1:]
+        identity = frames[0].bytes
+        if identity in self._answered:
+            return identity, frames[1:]
+        self._challenge_step(identity, frames[1:])
+        return None
+
+    def _challenge_step(self, identity: bytes, frames: list) -> None:
+        try:
+            header = wire.read_header(frames[0])[0] if frames else {}
+        except wire.WireError:
+            header = {}
+        op, rid, answer = header.get("op"), header.get("rid"), header.get("answer")
+        rid = rid if isinstance(rid, int) and not isinstance(rid, bool) else None
+        if op == CHALLENGE_OP:
+            self._challenges[identity] = self.credentials.challenge()
+            self.send(identity, {"rid": rid, "ok": True, "challenge": self._challenges[identity].decode()})
+            return
+        sent = self._challenges.pop(identity, None)
+        if op == ANSWER_OP and sent is not None and isinstance(answer, str) and \
+                self.credentials.answers(self.audience, sent, answer.encode()):
+            self._answered.add(identity)
+            self.send(identity, {"rid": rid, "ok": True})
+            return
+        self.send(identity, {"rid": rid, "ok": False, "error": UNANSWERED})
 
     def send(self, identity: bytes, header: dict, arrays: Sequence[torch.Tensor] = ()) -> None:
         try:
@@ -153,8 +187,46 @@ class _Conn:
             events |= e
         self.monitor = self.socket.get_monitor_socket(events)
         self.socket.connect(peer.endpoint)
+        self.credentials = credentials
         self.lost = False
         self.refused = False
+        self.answered = False  # the server's challenge, before the first request
+
+    def answer_challenge(self, timeout: float) -> None:
+        """Ask the server for its challenge and answer it (before this connection's first request)."""
+        deadline = time.monotonic() + timeout
+        got = self._exchange({"op": CHALLENGE_OP, "rid": CHALLENGE_RID}, deadline)
+        challenge = got.get("challenge")
+        if isinstance(challenge, str):
+            got = self._exchange({"op": ANSWER_OP, "rid": CHALLENGE_RID,
+                                  "answer": self.credentials.answer(self.peer.audience, challenge.encode()).decode()},
+                                 deadline)
+        if not got.get("ok") or not isinstance(challenge, str):
+            raise PeerError(f"{self.peer} refused this process's answer to its challenge: "
+                            f"{got.get('error', 'no challenge sent')}")
+        self.answered = True
+
+    def _exchange(self, header: dict, deadline: float) -> dict:
+        """Send one header-only message and wait (until `deadline`) for the server's reply header."""
+        try:
+            self.socket.send_multipart(wire.pack(header), copy=True)
+        except zmq.Again:
+            raise PeerError(f"cannot send to {self.peer}; it is not accepting connections") from None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise PeerError(f"no reply from {self.peer} to its challenge within the timeout; the server "
+                                f"died, hangs or is overloaded: check its output")
+            if self.socket.poll(int(min(remaining, CHECK_SECONDS) * 1000), zmq.POLLIN):
+                try:
+                    return wire.read_header(self.socket.recv_multipart()[0])[0]
+                except wire.WireError as exc:
+                    raise PeerError(f"{self.peer} sent a malformed reply: {exc}") from None
+            self.drain_monitor()
+            if self.refused:
+                raise PeerError(f"{self.peer} refused this process's connection: it did not accept its proof of "
+                                f"the job secret (a server of another job, or this process lacks the job's "
+                                f"DISTGRAPH_SECRET)")
 
     def drain_monitor(self) -> None:
         while self.monitor.poll(0):
@@ -197,6 +269,9 @@ class Connections:
         """Send every request at once and return without waiting. Several batches may be in
         flight: a reply is filed into its own batch whichever batch is being waited for."""
         timeout = self.timeout if timeout is None else timeout
+        for conn in {self._conns[r.peer] for r in requests}:
+            if not conn.answered:
+                conn.answer_challenge(timeout)
         batch = Batch(list(requests), timeout, time.monotonic() + timeout)
         for indices in _messages(batch.requests):
             rid = next(self._rids)

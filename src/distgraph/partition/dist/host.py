@@ -93,7 +93,10 @@ def serve(env: PartitionWorkerEnv, work: HostWork) -> None:
                 task = None
             if not sock.poll(POLL_SECONDS):
                 continue
-            identity, frames = sock.recv()
+            received = sock.recv()
+            if received is None:  # a connection's challenge exchange, handled by the socket
+                continue
+            identity, frames = received
             try:
                 header, specs = read_header(frames[0])
                 arrays = unpack_arrays(frames[1:], specs)
