@@ -213,11 +213,15 @@ def test_encrypted_job(parts, tmp_path):
         plain = Credentials(cluster.secret.encode())  # the right secret, but unencrypted
         peer = _peers(cluster)[0]
         assert _ping(peer.endpoint, lambda s: plain.client(s, peer.audience), served=False)[0] is None
+        other = Credentials(secrets.token_hex(32).encode(), True)  # encrypted, another job's keys
+        assert _ping(peer.endpoint, lambda s: other.client(s, peer.audience), served=False)[0] is None
         encrypted = Credentials(cluster.secret.encode(), True)
         assert _ping(peer.endpoint, lambda s: encrypted.client(s, peer.audience),
                      answer=(encrypted, peer.audience))[0]["ok"]
     finally:
         cluster.stop()
+    said = "".join(cluster.stderr[(0, 0)])  # the CURVE server printed the refused address, once
+    assert said.count("refused a connection from 127.0.0.1 that did not prove it belongs to the job") == 1, said
 
 
 def test_the_secret_is_never_on_a_command_line(parts, tmp_path, launches):

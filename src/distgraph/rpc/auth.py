@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import zmq
 from zmq.utils import z85
+from zmq.utils.monitor import recv_monitor_message
 
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 DOMAIN_PREFIX = b"distgraph:"  # + the server's audience: the ZAP domain of a job's listening socket
@@ -124,35 +125,67 @@ class Credentials:
         return True
 
 
+# a listening socket's handshakes that failed before or in its ZAP check (a CURVE handshake
+# with the wrong keys, or a PLAIN client at a CURVE server, never reaches the handler)
+_FAILED_HANDSHAKES = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | \
+    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+
+
 class Authenticator:
-    """The ZAP handler of one ZeroMQ context: a thread answering its handshakes."""
+    """The ZAP handler of one ZeroMQ context: a thread answering its handshakes, which also
+    prints each address refused, once, whether its ZAP check or its handshake failed."""
 
     def __init__(self, context: zmq.Context, credentials: Credentials, label: str):
         self.credentials, self.label = credentials, label
         self._sock = context.socket(zmq.REP)
         self._sock.linger = 0
         self._sock.bind(ZAP_ENDPOINT)
+        self._monitors: list[zmq.Socket] = []
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._seen: set[bytes] = set()  # PLAIN nonces accepted: a handshake proves the secret once
-        self._told: set[bytes] = set()  # addresses whose refusal was printed (their ZeroMQ retries)
+        self._told: set[str] = set()  # addresses whose refusal was printed (their ZeroMQ retries)
         self._thread = threading.Thread(target=self._serve, name="distgraph-auth", daemon=True)
         self._thread.start()
 
+    def watch(self, sock: zmq.Socket) -> None:
+        """Print the refused handshakes of listening socket `sock` too (before it binds)."""
+        with self._lock:
+            self._monitors.append(sock.get_monitor_socket(_FAILED_HANDSHAKES))
+
+    def _refused(self, address: str) -> None:
+        if address not in self._told:
+            self._told.add(address)
+            print(f"{self.label}: refused a connection from {address} that did not prove it belongs to the job",
+                  file=sys.stderr, flush=True)
+
     def _serve(self) -> None:
         while not self._stop.is_set():
-            if not self._sock.poll(200):
+            poller = zmq.Poller()
+            poller.register(self._sock, zmq.POLLIN)
+            with self._lock:
+                monitors = list(self._monitors)
+            for m in monitors:
+                poller.register(m, zmq.POLLIN)
+            ready = dict(poller.poll(200))
+            for m in monitors:
+                if ready.get(m) and (event := recv_monitor_message(m))["event"] & _FAILED_HANDSHAKES:
+                    endpoint = event.get("endpoint", b"")
+                    endpoint = endpoint.decode(errors="replace") if isinstance(endpoint, bytes) else str(endpoint)
+                    self._refused(endpoint.removeprefix("tcp://").rsplit(":", 1)[0])
+            if not ready.get(self._sock):
                 continue
             frames = self._sock.recv_multipart()
             version, request_id, domain, address, _identity, mechanism, *credentials = frames + [b""] * (6 - len(frames))
             ok = self.credentials.accepts(domain, mechanism, credentials, self._seen)
-            if not ok and address not in self._told:
-                self._told.add(address)
-                print(f"{self.label}: refused a connection from {address.decode(errors='replace')} that did not "
-                      f"prove it belongs to the job", file=sys.stderr, flush=True)
+            if not ok:
+                self._refused(address.decode(errors="replace"))
             self._sock.send_multipart([version or b"1.0", request_id, b"200" if ok else b"400",
                                        b"OK" if ok else REFUSAL.encode(), b"job" if ok else b"", b""])
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join()
+        for m in self._monitors:
+            m.close(linger=0)
         self._sock.close()

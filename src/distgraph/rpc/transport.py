@@ -103,6 +103,7 @@ class ServerSocket:
         self.authenticator = Authenticator(zmq.Context.instance(), credentials, label)
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
         credentials.server(self.socket, audience)
+        self.authenticator.watch(self.socket)
         self.socket.setsockopt(zmq.LINGER, 0)
         buffers(self.socket)
         self.socket.setsockopt(zmq.SNDTIMEO, int(send_timeout * 1000))
@@ -157,6 +158,7 @@ class ServerSocket:
     def close(self, linger: float | None = None) -> None:
         """Close after flushing the last replies (a goodbye's answer must reach the client) for
         up to `linger` seconds (default CLOSE_LINGER_MS)."""
+        self.socket.disable_monitor()
         self.socket.close(linger=CLOSE_LINGER_MS if linger is None else int(linger * 1000))
         self.authenticator.close()
 
