@@ -49,7 +49,7 @@ def serve(env: ProcessEnv) -> None:
         watch(env.lifeline_fd, None, label, env.starter, store.remove_files)
     try:
         sock = ServerSocket(bind_endpoint(peer.host, peer.port), env.timeouts.request, credentials, label,
-                            peer.audience)
+                            peer.audience, watch_clients=env.watch_trainers)
     except Exception as exc:
         raise InputError(f"{label}: cannot listen on port {peer.port} ({exc}); is another job using it?") from None
     try:
@@ -62,6 +62,8 @@ def serve(env: ProcessEnv) -> None:
             server.handler.add_op(op, fn)
         print(f"{label}: serving", file=sys.stderr, flush=True)
         server.serve()
+        if server.lost is not None:
+            raise DistGraphError(f"{label}: {server.lost}")
     finally:
         sock.close()
         store.close()

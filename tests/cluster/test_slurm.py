@@ -131,10 +131,10 @@ def test_a_killed_task_ends_the_job_naming_its_node(bed, slurm, tmp_path):
     _nothing_left(bed, session)
 
 
-def test_torchrun_trainers_initialize_against_distgraph_serve(bed, copied, tmp_path):  # noqa: F811
-    """The recipe of docs/launch.md: on every host `distgraph serve` for its machine and
-    `torchrun --node_rank <machine>`; the secret comes on standard input, never a command line."""
-    marker, secret = new_session(), secrets.token_hex(32)
+def _torchrun_job(bed, marker: str, secret: str, epochs: int) -> tuple[list, list[list[str]], list]:
+    """The recipe of docs/launch.md on every host: `distgraph serve` for its machine and
+    `torchrun --node_rank <machine>`, the secret on standard input (never a command line);
+    (each host's ssh process, its output lines as they come, the threads reading them)."""
     with socket.socket() as s:
         s.bind(("", 0))
         master_port = s.getsockname()[1]
@@ -146,7 +146,7 @@ def test_torchrun_trainers_initialize_against_distgraph_serve(bed, copied, tmp_p
                 f"--machine_id {i} --num_trainers 1 & }} && "
                 f"DISTGRAPH_ROLE=trainer {PY} -m torch.distributed.run --nnodes 3 --node_rank {i} --nproc_per_node 1 "
                 f"--master_addr {bed.hosts[0].ip} --master_port {master_port} {TRAIN.split(' ', 1)[1]} "
-                f"--num_epochs 3 --ip_config ip_config.txt --part_config data/g.json && wait")
+                f"--num_epochs {epochs} --ip_config ip_config.txt --part_config data/g.json && wait")
         proc = subprocess.Popen(bed.ssh_argv(h, line), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         proc.stdin.write(secret + "\n")
@@ -157,6 +157,13 @@ def test_torchrun_trainers_initialize_against_distgraph_serve(bed, copied, tmp_p
                for p, out in zip(jobs, pieces)]
     for t in readers:
         t.start()
+    return jobs, pieces, readers
+
+
+def test_torchrun_trainers_initialize_against_distgraph_serve(bed, copied, tmp_path):  # noqa: F811
+    """The torchrun recipe trains to the end on 3 hosts; every server leaves after the goodbyes."""
+    marker, secret = new_session(), secrets.token_hex(32)
+    jobs, pieces, readers = _torchrun_job(bed, marker, secret, 3)
     try:
         codes = [proc.wait(timeout=300) for proc in jobs]
     finally:
@@ -175,4 +182,39 @@ def test_torchrun_trainers_initialize_against_distgraph_serve(bed, copied, tmp_p
     deadline = time.monotonic() + 30
     while _job_processes(marker):
         assert time.monotonic() < deadline, _job_processes(marker)
+        time.sleep(0.2)
+
+
+def test_a_torchrun_job_that_loses_a_machine_leaves_nothing_on_the_others(bed, copied, tmp_path):  # noqa: F811
+    """Everything of machine 2 (its serve, server, torchrun and trainer) killed mid-training: the
+    other machines' servers end within 30 s, naming why, and nothing of the job is left anywhere."""
+    marker, secret = new_session(), secrets.token_hex(32)
+    jobs, pieces, readers = _torchrun_job(bed, marker, secret, 1000)
+    try:
+        deadline = time.monotonic() + 300
+        while "epoch 0:" not in "".join(pieces[0]):
+            assert time.monotonic() < deadline and jobs[0].poll() is None, "".join(pieces[0])[-3000:]
+            time.sleep(0.2)
+        lost = bed.hosts[2].ip
+        for pid, env in _job_processes(marker):
+            if env.get("SSH_CONNECTION", "").split()[2:3] == [lost]:
+                os.kill(pid, signal.SIGKILL)
+        began = time.monotonic()
+        for proc in jobs[:2]:
+            proc.wait(timeout=120)
+        took = time.monotonic() - began
+    finally:
+        for p in jobs:
+            if p.poll() is None:
+                p.kill()
+        for t in readers:
+            t.join(10)
+    outputs = ["".join(p) for p in pieces]
+    assert took < 30, (took, outputs[0][-2000:])
+    for out in outputs[:2]:
+        assert "a trainer's connection ended without its goodbye" in out, out[-3000:]
+    deadline = time.monotonic() + 30
+    while _job_processes(marker) or any(h.shm.glob("distgraph.*") for h in bed.hosts[:2]):
+        assert time.monotonic() < deadline, (_job_processes(marker), [list(h.shm.glob("distgraph.*"))
+                                                                      for h in bed.hosts])
         time.sleep(0.2)

@@ -6,6 +6,13 @@ in tests/cluster/test_slurm.py."""
 
 from __future__ import annotations
 
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 
 from distgraph.cli.main import main
@@ -15,6 +22,9 @@ from distgraph.errors import DistGraphError, InputError
 from distgraph.launch import LaunchOptions, make_plan
 from distgraph.launch.agent import write_files
 from distgraph.launch.srun import SrunOptions
+from distgraph.cluster.hosts import free_port
+
+from .conftest import SCRIPTS, child_env, job_pids, session_files, write_ip_config
 
 
 def test_node_lists_expand_as_scontrol_does():
@@ -109,3 +119,43 @@ def test_serve_plans_one_machines_servers_with_the_secret_from_the_environment(p
     assert plan.processes[0].env["DISTGRAPH_NUM_TRAINERS"] == "2"
     with pytest.raises(InputError, match="--machine_id 2 is not a machine"):
         make_plan(opts, serve=2)
+
+
+@pytest.mark.multiprocess
+def test_serve_ends_its_servers_when_a_trainer_of_the_job_is_killed(parts, tmp_path):
+    """The torchrun recipe on loopback: `distgraph serve` for 2 machines and a trainer per
+    machine started as torchrun starts them (no launcher holds them); machine 1's trainer is
+    killed: both machines' servers end within 30 s, each `serve` exits naming why, nothing is left."""
+    ip_config = write_ip_config(tmp_path / "ip_config.txt", [1, 1])
+    env = child_env(DISTGRAPH_SECRET=secrets.token_hex(32), DISTGRAPH_STARTUP_TIMEOUT="120")  # a failed start ends
+    session = env["DISTGRAPH_SESSION"]
+    serves = [subprocess.Popen([sys.executable, "-m", "distgraph.cli.main", "serve", "--workspace", str(tmp_path),
+                                "--ip_config", str(ip_config), "--part_config", str(parts[2]), "--machine_id",
+                                str(m)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+              for m in range(2)]
+    port = free_port("127.0.0.1")
+    trainers = [subprocess.Popen([sys.executable, str(SCRIPTS / "wait_or_fail.py"), "wait"], env={
+        **env, "DISTGRAPH_ROLE": "trainer", "DISTGRAPH_IP_CONFIG": str(ip_config),
+        "DISTGRAPH_PART_CONFIG": str(parts[2]), "GROUP_RANK": str(m), "LOCAL_WORLD_SIZE": "1", "RANK": str(m),
+        "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for m in range(2)]
+    try:
+        for t in trainers:  # (a trainer that cannot start ends, and its output with it)
+            assert t.stdout.readline().strip() == "ready", t.stdout.read()
+        trainers[1].send_signal(signal.SIGKILL)
+        began = time.monotonic()
+        codes = [s.wait(60) for s in serves]
+        took = time.monotonic() - began
+        outputs = [s.stdout.read() for s in serves]
+        assert codes == [2, 2] and took < 30, (codes, took, outputs)
+        for out in outputs:
+            assert "a trainer's connection ended without its goodbye" in out and "stopping the job" in out, out
+    finally:
+        for p in (*trainers, *serves):
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+    deadline = time.monotonic() + 30
+    while (job_pids(session) or session_files(session)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert job_pids(session) == [] and session_files(session) == []

@@ -39,6 +39,7 @@ ENCRYPT = "DISTGRAPH_ENCRYPT"  # 1: encrypt the job's traffic (ZeroMQ CURVE)
 LISTEN = "DISTGRAPH_LISTEN"  # a distributed partitioning's process: "HOST PORT" it listens on
 HOST_SHM = "DISTGRAPH_HOST_SHM"  # 0: map only this machine's shared memory; other machines' rows travel
 FEATURES_ON_DISK = "DISTGRAPH_FEATURES_ON_DISK"  # 1: serve partition node/edge data read-only from its files
+WATCH_TRAINERS = "DISTGRAPH_WATCH_TRAINERS"  # 1: servers (of `distgraph serve`) end when a trainer goes away
 ERROR_LINES = "DISTGRAPH_ERROR_LINES"  # 1: the launcher reads project errors as marked lines (`error_lines`)
 # torchrun's: a trainer it starts takes its machine id (node rank) and trainers per machine from them
 TORCHRUN_NODE_RANK, TORCHRUN_LOCAL_WORLD_SIZE = "GROUP_RANK", "LOCAL_WORLD_SIZE"
@@ -111,6 +112,7 @@ class ProcessEnv:
     features_on_disk: bool = False  # servers: map the partition's node/edge data from its files, read-only
     agent_store: bool = False  # started by torchrun, whose agent hosts torch.distributed's store
     error_lines: bool = False  # started by `distgraph launch`, which shows each project error once
+    watch_trainers: bool = False  # servers: the trainers are not the launcher's; a lost one ends the job
 
     @classmethod
     def from_environ(cls, env: Mapping[str, str] = os.environ) -> "ProcessEnv | None":
@@ -143,6 +145,7 @@ class ProcessEnv:
             encrypt=bool(_int(env, ENCRYPT, 0)),
             agent_store=env.get(TORCHRUN_AGENT_STORE, "").lower() == "true",
             error_lines=bool(_int(env, ERROR_LINES, 0)),
+            watch_trainers=bool(_int(env, WATCH_TRAINERS, 0)),
         )
 
     def job(self) -> tuple[list, list, "PartitionConfig"]:

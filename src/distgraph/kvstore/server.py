@@ -36,6 +36,7 @@ class KVServer:
 
     def __init__(self, store: KVStore, socket: ServerSocket, expected_trainers: int, label: str):
         self.store, self.socket, self.label = store, socket, label
+        self.lost: str | None = None  # why the session ended without every goodbye (a trainer went away)
         self.handler = RequestHandler(store)
         self.expected_trainers = expected_trainers
         self.clients: dict[bytes, str] = {}
@@ -60,6 +61,8 @@ class KVServer:
             while not self.stopping:
                 if dict(poller.poll(POLL_SECONDS * 1000)).get(self.socket.socket):
                     self._serve_one()
+                for identity in self.socket.take_gone():
+                    self._gone(identity)
         finally:
             signal.set_wakeup_fd(previous_fd)
             for s, h in previous.items():
@@ -115,6 +118,14 @@ class KVServer:
         if self.trainers_done >= self.expected_trainers and not self.clients:
             self.stopping = True
         return {"ok": True}
+
+    def _gone(self, identity: bytes) -> None:
+        """A connection ended (the socket watches them under `distgraph serve`): a trainer that
+        leaves without its goodbye was killed or lost its host, so the job cannot finish."""
+        if self.clients.pop(identity, None) == "trainer":
+            self.lost = ("a trainer's connection ended without its goodbye (the trainer or its machine is gone): "
+                         "the job cannot finish; stopping")
+            self.stopping = True
 
     def _barrier(self, identity: bytes, header: dict, rid) -> dict | None:
         parties = header.get("parties")

@@ -204,7 +204,8 @@ def make_plan(opts: LaunchOptions, serve: int | None = None) -> Plan:
             continue
         base = {**common, E.MACHINE_ID: str(m)}
         for s in range(spec.server_count(opts.num_servers)):
-            env = {**base, E.ROLE: "server", E.SERVER_ID: str(s), "OMP_NUM_THREADS": str(opts.num_server_threads)}
+            env = {**base, E.ROLE: "server", E.SERVER_ID: str(s), "OMP_NUM_THREADS": str(opts.num_server_threads),
+                   E.WATCH_TRAINERS: str(int(serve is not None))}  # `serve`: no launcher holds the trainers
             procs.append(ProcessSpec(m, "server", s, spec.ip, local[m], server_cmd, env))
     for m, spec in enumerate(machines if serve is None else []):
         base = {**common, E.MACHINE_ID: str(m), E.ROLE: "trainer", "OMP_NUM_THREADS": str(omp),

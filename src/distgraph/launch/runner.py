@@ -53,7 +53,7 @@ class Job:
         self.plan, self.ssh = plan, ssh
         self._show = sink or self._print
         self.failures = Failures(plan.session)
-        self.exited: dict[str, int] = {}  # processes that ended on their own with a non-zero code
+        self.exited: dict[str, int] = {}  # processes besides the first that ended on their own, failing
         self._lock = threading.Lock()
         self.specs = {s.label: s for s in plan.processes}
         self.has_trainers = any(s.role == "trainer" for s in plan.processes)  # not so under `distgraph serve`
@@ -126,9 +126,10 @@ class Job:
             if lost is not None:
                 self.say(f"{lost.error}; stopping the job")
                 return LOST_CODE if lost.error.startswith(CONNECTION_FAILED) else 2
-            self.exited = {label: rc for label, rc in codes.items() if rc not in (None, 0)}
-            failed = next(iter(self.exited.items()), None)
+            exited = {label: rc for label, rc in codes.items() if rc not in (None, 0)}
+            failed = next(iter(exited.items()), None)
             if failed is not None:
+                self.exited = {label: rc for label, rc in exited.items() if label != failed[0]}  # named below
                 self.say(f"{self.name(failed[0])} exited with code {failed[1]}; stopping the job")
                 return _exit_code(failed[1])
             if all(rc == 0 for rc in codes.values()):

@@ -37,6 +37,7 @@ import secrets
 import sys
 import threading
 from dataclasses import dataclass
+from typing import Callable
 
 import zmq
 from zmq.utils import z85
@@ -140,7 +141,7 @@ class Authenticator:
         self._sock = context.socket(zmq.REP)
         self._sock.linger = 0
         self._sock.bind(ZAP_ENDPOINT)
-        self._monitors: list[zmq.Socket] = []
+        self._monitors: list[tuple[zmq.Socket, Callable[[int], None] | None]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._seen: set[bytes] = set()  # PLAIN nonces accepted: a handshake proves the secret once
@@ -148,10 +149,12 @@ class Authenticator:
         self._thread = threading.Thread(target=self._serve, name="distgraph-auth", daemon=True)
         self._thread.start()
 
-    def watch(self, sock: zmq.Socket) -> None:
-        """Print the refused handshakes of listening socket `sock` too (before it binds)."""
+    def watch(self, sock: zmq.Socket, on_disconnect: Callable[[int], None] | None = None) -> None:
+        """Print the refused handshakes of listening socket `sock` too (before it binds), and
+        hand `on_disconnect` the file descriptor of each of its connections that ends."""
+        events = _FAILED_HANDSHAKES | (zmq.EVENT_DISCONNECTED if on_disconnect is not None else 0)
         with self._lock:
-            self._monitors.append(sock.get_monitor_socket(_FAILED_HANDSHAKES))
+            self._monitors.append((sock.get_monitor_socket(events), on_disconnect))
 
     def _refused(self, address: str) -> None:
         if address not in self._told:
@@ -165,14 +168,19 @@ class Authenticator:
             poller.register(self._sock, zmq.POLLIN)
             with self._lock:
                 monitors = list(self._monitors)
-            for m in monitors:
+            for m, _ in monitors:
                 poller.register(m, zmq.POLLIN)
             ready = dict(poller.poll(200))
-            for m in monitors:
-                if ready.get(m) and (event := recv_monitor_message(m))["event"] & _FAILED_HANDSHAKES:
+            for m, on_disconnect in monitors:
+                if not ready.get(m):
+                    continue
+                event = recv_monitor_message(m)
+                if event["event"] & _FAILED_HANDSHAKES:
                     endpoint = event.get("endpoint", b"")
                     endpoint = endpoint.decode(errors="replace") if isinstance(endpoint, bytes) else str(endpoint)
                     self._refused(endpoint.removeprefix("tcp://").rsplit(":", 1)[0])
+                elif event["event"] == zmq.EVENT_DISCONNECTED and on_disconnect is not None:
+                    on_disconnect(int(event["value"]))
             if not ready.get(self._sock):
                 continue
             frames = self._sock.recv_multipart()
@@ -186,6 +194,6 @@ class Authenticator:
     def close(self) -> None:
         self._stop.set()
         self._thread.join()
-        for m in self._monitors:
+        for m, _ in self._monitors:
             m.close(linger=0)
         self._sock.close()

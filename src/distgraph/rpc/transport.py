@@ -11,6 +11,7 @@ the error names the server (machine id, server id, address).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ CLOSE_LINGER_MS = 2000  # how long a closing server keeps trying to deliver its 
 # buffer (and may sit misaligned in it), so replies below this size are copied out
 OWN_BUFFER_BYTES = 64 << 10
 CHECK_SECONDS = 0.2  # how often a waiting call runs its caller's check
+LOST_PEER_SECONDS = 20.0  # a server that watches its clients' connections notices a silent host this soon
 # TCP buffers of every connection, each way (the kernel caps them at net.core.[rw]mem_max and
 # doubles them): a 5 MB reply fits at once, so the sender hands it over in one go instead
 # of waiting for the receiver to drain an autotuned buffer.
@@ -96,19 +98,26 @@ class ServerSocket:
     """The listening side: receives requests with the sender's identity, replies to it; only
     peers that prove `credentials` to `audience` (this server's `PeerAddress.audience`) get through."""
 
-    def __init__(self, endpoint: str, send_timeout: float, credentials: Credentials, label: str, audience: str):
+    def __init__(self, endpoint: str, send_timeout: float, credentials: Credentials, label: str, audience: str,
+                 watch_clients: bool = False):
+        """`watch_clients`: note every answered connection that ends (`take_gone`), a silent
+        peer's within LOST_PEER_SECONDS."""
         self.credentials, self.audience = credentials, audience
+        self.watch_clients = watch_clients
+        self._fds: dict[bytes, int] = {}  # answered connection -> its file descriptor (watch_clients)
+        self._ended: collections.deque[int] = collections.deque()  # descriptors of ended connections
         self._answered: set[bytes] = set()  # identities of connections that answered their challenge
         self._challenges: dict[bytes, bytes] = {}  # identity -> the challenge it was sent
         self.authenticator = Authenticator(zmq.Context.instance(), credentials, label)
         self.socket = zmq.Context.instance().socket(zmq.ROUTER)
         credentials.server(self.socket, audience)
-        self.authenticator.watch(self.socket)
+        self.authenticator.watch(self.socket, self._ended.append if watch_clients else None)
         self.socket.setsockopt(zmq.LINGER, 0)
         buffers(self.socket)
         self.socket.setsockopt(zmq.SNDTIMEO, int(send_timeout * 1000))
         self.socket.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_MS)
-        self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(send_timeout * 1000))
+        self.socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(min(send_timeout, LOST_PEER_SECONDS) * 1000
+                                                          if watch_clients else send_timeout * 1000))
         try:
             self.socket.bind(endpoint)
         except zmq.ZMQError:
@@ -128,7 +137,21 @@ class ServerSocket:
         if identity in self._answered:
             return identity, frames[1:]
         self._challenge_step(identity, frames[1:])
+        if self.watch_clients and identity in self._answered:  # the connection's descriptor, to know its end
+            self._fds[identity] = frames[0].get(zmq.SRCFD)
         return None
+
+    def take_gone(self) -> list[bytes]:
+        """The identities of answered connections that ended since the last call (`watch_clients`:
+        the socket's monitor reports each ended connection's descriptor)."""
+        gone = []
+        while self._ended:
+            fd = self._ended.popleft()
+            for identity in [i for i, f in self._fds.items() if f == fd]:
+                del self._fds[identity]
+                self._answered.discard(identity)
+                gone.append(identity)
+        return gone
 
     def _challenge_step(self, identity: bytes, frames: list) -> None:
         try:
@@ -158,6 +181,8 @@ class ServerSocket:
     def close(self, linger: float | None = None) -> None:
         """Close after flushing the last replies (a goodbye's answer must reach the client) for
         up to `linger` seconds (default CLOSE_LINGER_MS)."""
+        if self.socket.closed:  # closed already (the request loop closes it; its owner again)
+            return
         self.socket.disable_monitor()
         self.socket.close(linger=CLOSE_LINGER_MS if linger is None else int(linger * 1000))
         self.authenticator.close()
