@@ -17,7 +17,7 @@ import torch
 from ..dist_graph import DistGraph
 from ..distributed.runtime import get_context
 from ..errors import InputError
-from ..graph import as_id_tensor
+from ..ids import as_id_tensor
 from ..sampling.remote import MAX_SEED
 from .collate import EdgeCollator, NodeCollator
 from .edge_prediction import EdgePredictionSampler

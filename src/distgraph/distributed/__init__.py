@@ -28,7 +28,7 @@ _EXPORTS = {
                                          "node_split")},
     "sample_neighbors": "..sampling:sample_neighbors",
     **{n: f"..optim:{n}" for n in ("SparseAdagrad", "SparseAdam")},
-    **{n: f"..block:{n}" for n in ("DEFAULT_ETYPE", "DEFAULT_NTYPE")},
+    **{n: f"..ids:{n}" for n in ("DEFAULT_ETYPE", "DEFAULT_NTYPE")},
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

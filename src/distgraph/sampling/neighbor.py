@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 
 from ..errors import InputError
-from ..graph import Graph, as_id_tensor, as_selection, resolve_etype
+from ..graph import Graph
+from ..ids import as_id_tensor, as_selection, resolve_etype
 from .local import SampledEdges, sample_graph
 
 
