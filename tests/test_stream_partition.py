@@ -47,6 +47,24 @@ def test_every_input_partitions_as_partition_graph_does(graph, tmp_path, reader)
     assert part.num_inner_nodes == stats.part_nodes[1]
 
 
+def test_split_masks_read_alike_from_a_graph_and_in_pieces_from_a_file(tmp_path, monkeypatch):
+    """One `node_mask` serves both paths: a graph's tensors, and an `.npz`'s members a few rows
+    at a time; a mask of another length is the same error on either."""
+    from distgraph.partition import parts
+
+    g = generate_mag(300, 200, 20, 40, seed=3)
+    save_npz(g, tmp_path / "g.npz")
+    source = from_npz(tmp_path / "g.npz")
+    monkeypatch.setattr(parts, "MASK_ROWS", 7)
+    for name in parts.SPLIT_MASKS:
+        in_memory = parts.node_mask(g.ntypes, g.ntype_offsets, {t: g.nodes[t].data for t in g.ntypes}, name)
+        assert 0 < in_memory.sum() < g.num_nodes("paper")
+        assert np.array_equal(parts.node_mask(source.ntypes, source.ntype_offsets, source.node_data, name), in_memory)
+    source.node_data["paper"]["train_mask"] = np.zeros((g.num_nodes("paper"), 2), dtype=bool)
+    with pytest.raises(PartitionError, match="'train_mask' of type 'paper' has shape .*one value per 'paper' node"):
+        parts.node_mask(source.ntypes, source.ntype_offsets, source.node_data, "train_mask")
+
+
 def _assignment(config: Path) -> np.ndarray:
     """The part of every original node id, read back from a partitioning's id maps."""
     cfg = json.loads(config.read_text())

@@ -5,8 +5,7 @@ Names are imported on first use (`distgraph.lazy`): the command line checks its 
 before torch is loaded."""
 
 from .lazy import lazy_exports
-
-__version__ = "0.1.0"
+from .version import __version__
 
 _EXPORTS = {
     "nn": ".nn", "optim": ".optim", "results": ".results", "metrics": ".metrics",

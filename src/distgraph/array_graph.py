@@ -11,13 +11,13 @@ torch, so partitioning an `.npz` from the command line never loads it.
 
 from __future__ import annotations
 
-import operator
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import numpy as np
 
 from .arrays import offsets
 from .errors import InputError
+from .ids import DEFAULT_ETYPE, DEFAULT_NTYPE, CanonicalEtype, as_count, as_id_array, resolve_etype
 from .local_scope import LocalScope
 
 if TYPE_CHECKING:
@@ -25,46 +25,7 @@ if TYPE_CHECKING:
 
     Array = np.ndarray | torch.Tensor  # what a graph's arrays are: numpy in an ArrayGraph, tensors in a Graph
 
-DEFAULT_NTYPE = "_N"
-DEFAULT_ETYPE = ("_N", "_E", "_N")
-
-CanonicalEtype = tuple[str, str, str]
 G = TypeVar("G", bound="ArrayGraph")
-
-
-def resolve_etype(etype, canonical_etypes: list[CanonicalEtype]) -> CanonicalEtype:
-    """The canonical edge type named by a (src, rel, dst) tuple, a relation name or a
-    'src:rel:dst' string; one clear error when it is unknown or ambiguous."""
-    if isinstance(etype, (tuple, list)) and tuple(etype) in canonical_etypes:
-        return tuple(etype)
-    matches = [c for c in canonical_etypes if etype == c[1] or etype == ":".join(c)]
-    if len(matches) != 1:
-        raise InputError(f"edge type {etype!r} is {'ambiguous' if matches else 'unknown'}; "
-                         f"canonical edge types are {canonical_etypes}")
-    return matches[0]
-
-
-def as_id_array(values, what: str) -> np.ndarray:
-    """Ids (1-D, or a scalar for one id) as a contiguous 1-D int64 array; other shapes and dtypes are clear errors."""
-    a = np.asarray(values)
-    if a.dtype.kind not in "biuf":
-        raise InputError(f"{what} must be integer ids, got {a.dtype} values; cast them to int64")
-    if a.ndim > 1:
-        raise InputError(f"{what} must be a 1-D array of ids, got shape {a.shape}; flatten it or pass one column")
-    if a.size and a.dtype.kind in "bf":
-        raise InputError(f"{what} must be integer ids, got dtype {a.dtype}; cast them to int64")
-    return np.ascontiguousarray(a.reshape(-1), dtype=np.int64)
-
-
-def as_count(value, what: str) -> int:
-    """A non-negative integer count (Python or numpy integer, or a 0-d integer tensor)."""
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise InputError(f"{what} must be one non-negative integer, got {value!r}") from None
-    if n < 0:
-        raise InputError(f"{what} must be >= 0, got {n}")
-    return n
 
 
 class DataDict(dict):
@@ -377,12 +338,3 @@ def add_reverse_edges(g: G, prefix: str = "rev-") -> G:
     for t in g.ntypes:
         ndata[t] = dict(g.nodes[t].data)
     return type(g).from_hetero(edges, {t: g.num_nodes(t) for t in g.ntypes}, ndata, edata)
-
-
-def graph_class(tensors: bool) -> type[ArrayGraph]:
-    """`graph.Graph` (torch tensors) when `tensors`, else `ArrayGraph` (numpy; torch is not imported)."""
-    if not tensors:
-        return ArrayGraph
-    from .graph import Graph
-
-    return Graph

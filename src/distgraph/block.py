@@ -18,14 +18,12 @@ from typing import Iterator
 import torch
 
 from .errors import InputError
-from .graph import resolve_etype
+from .ids import DEFAULT_ETYPE, DEFAULT_NTYPE, resolve_etype
 from .local_scope import LocalScope
 from .native import kernels
 
 NID = "_ID"  # DGL's key of node ids in a block's or graph's node data
 EID = "_ID"  # ... and of edge ids in its edge data (the same string in DGL)
-DEFAULT_NTYPE = "_N"
-DEFAULT_ETYPE = ("_N", "_E", "_N")
 
 
 class TypedData(MutableMapping):

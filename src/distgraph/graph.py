@@ -2,7 +2,8 @@
 the input to partitioning and to sampling in memory.
 
 Its ids, types, offsets and data dicts are `array_graph.ArrayGraph`'s (one implementation,
-torch-free); this adds what needs torch: tensors, cached CSR/CSC and the id maps.
+torch-free); this adds what needs torch: tensors, cached CSR/CSC, the id maps, and DGL's
+transforms as methods (`transforms`, a floor below, reads graphs through `ArrayGraph`).
 """
 
 from __future__ import annotations
@@ -10,53 +11,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .array_graph import (  # re-exported: modules and users import them from here
-    DEFAULT_ETYPE, DEFAULT_NTYPE, ArrayGraph, CanonicalEtype, DataDict, TypeViews, as_count, as_id_array,
-    resolve_etype,
-)
+from . import transforms
+from .array_graph import ArrayGraph, DataDict, TypeViews
 from .errors import InputError
+from .ids import (  # as_id_tensor is used here; the others are this module's public names too (__all__)
+    DEFAULT_ETYPE, DEFAULT_NTYPE, CanonicalEtype, as_count, as_id_tensor, as_selection, is_mask, resolve_etype,
+)
 
 __all__ = ["DEFAULT_ETYPE", "DEFAULT_NTYPE", "CanonicalEtype", "DataDict", "Graph", "TypeViews", "as_count",
            "as_id_tensor", "as_selection", "is_mask", "per_type", "resolve_etype", "typed_indptr"]
-
-
-def as_id_tensor(values, what: str) -> torch.Tensor:
-    """Convert ids (1-D, or a scalar for one id) to a 1-D int64 tensor; other shapes and dtypes are clear errors."""
-    if not isinstance(values, torch.Tensor):
-        return torch.from_numpy(as_id_array(values, what))
-    t = values
-    if t.dim() > 1:
-        raise InputError(f"{what} must be a 1-D array of ids, got shape {tuple(t.shape)}; flatten it or pass one column")
-    if t.numel() and (t.dtype.is_floating_point or t.dtype == torch.bool or t.dtype.is_complex):
-        raise InputError(f"{what} must be integer ids, got dtype {t.dtype}; cast them to int64")
-    return t.reshape(-1).to(torch.int64)
-
-
-def is_mask(t: torch.Tensor, count: int) -> bool:
-    """Whether the 1-D `t` over an id space of `count` reads as a mask (nonzero = selected), as
-    DGL reads one: bool and float values as long as the space always; integers as long as the
-    space when they hold only 0 and 1 and repeat a value (distinct ids covering every id, as
-    `torch.arange(count)`, stay ids)."""
-    if t.dim() != 1 or t.numel() != count or t.dtype.is_complex:
-        return False
-    if t.dtype == torch.bool or t.dtype.is_floating_point:
-        return True
-    if not t.numel() or int(t.min()) < 0 or int(t.max()) > 1:
-        return False
-    return count > 2 or torch.unique(t).numel() < count
-
-
-def as_selection(values, count: int, what: str) -> torch.Tensor:
-    """The int64 ids that `values` selects out of `count`: the nonzero positions of a mask of
-    any dtype (bool, integer or float, see `is_mask`), else `values` as ids (order kept). A
-    bool or float array of another length is an error naming both lengths."""
-    t = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
-    if is_mask(t, count):
-        return torch.nonzero(t).flatten()
-    if t.numel() and (t.dtype == torch.bool or t.dtype.is_floating_point) and t.dim() == 1:
-        raise InputError(f"{what} is a {t.dtype} mask of {t.numel()} values but there are {count}; give one "
-                         f"value per node (or edge), or integer ids")
-    return as_id_tensor(t, what)
 
 
 def as_tensor(value) -> torch.Tensor:
@@ -76,6 +39,12 @@ class Graph(ArrayGraph):
     as_array = staticmethod(as_tensor)
     _csr: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
     _csc: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+    # DGL's transforms as methods: `g.reverse(...)` is `distgraph.reverse(g, ...)`
+    reverse = transforms.reverse
+    add_self_loop = transforms.add_self_loop
+    remove_self_loop = transforms.remove_self_loop
+    to_simple = transforms.to_simple
 
     # ------------------------------------------------------------ id mapping
     # (the partition book's names: samplers map ids the same way on a Graph and a DistGraph)
@@ -122,22 +91,6 @@ class Graph(ArrayGraph):
         if eids.numel() and (int(eids.min()) < 0 or int(eids.max()) >= self.num_edges()):
             raise InputError(f"edge ids must lie in [0, {self.num_edges()})")
         return self.src[eids], self.dst[eids]
-
-
-def _transform_method(name: str):
-    def method(self, *args, **kwargs):
-        from . import transforms
-
-        return getattr(transforms, name)(self, *args, **kwargs)
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"`distgraph.{name}(g, ...)` as a method of the graph (as DGL offers it)."
-    return method
-
-
-for _name in ("reverse", "add_self_loop", "remove_self_loop", "to_simple"):
-    setattr(Graph, _name, _transform_method(_name))
-del _name
 
 
 def typed_indptr(indptr: torch.Tensor, slot_types: torch.Tensor, num_types: int) -> torch.Tensor:

@@ -1,19 +1,25 @@
 """DGL's graph transforms on a `Graph`, with DGL's names, arguments and edge-data rules:
 `reverse`, `add_self_loop`, `remove_self_loop`, `to_simple`, `to_bidirected`. Each returns
-a new graph with the same node types, node counts and node ids; node data is shared (not
-copied) where DGL keeps it. Every edge type is handled on its own, in per-type ids.
+a new graph of the same class with the same node types, node counts and node ids; node data
+is shared (not copied) where DGL keeps it. Every edge type is handled on its own, in per-type ids.
+
+They read a graph through `ArrayGraph`'s interface (over tensors), so `Graph`, a floor above,
+offers them as methods (`g.reverse()`) without this module importing it.
 """
 
 from __future__ import annotations
 
 import warnings
+from typing import TypeVar
 
 import torch
 
+from .array_graph import ArrayGraph
 from .block import distinct_in_order
 from .errors import InputError
-from .graph import CanonicalEtype, Graph
+from .ids import CanonicalEtype
 
+G = TypeVar("G", bound=ArrayGraph)
 _REDUCE = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin"}
 _Edges = dict[CanonicalEtype, tuple[torch.Tensor, torch.Tensor]]
 
@@ -21,11 +27,11 @@ _Edges = dict[CanonicalEtype, tuple[torch.Tensor, torch.Tensor]]
 def _graph_only(g, what: str) -> None:
     if getattr(g, "is_block", False):
         raise InputError(f"{what} takes a graph, not a block")
-    if not isinstance(g, Graph):
+    if not (isinstance(g, ArrayGraph) and isinstance(g.src, torch.Tensor)):  # a `Graph`
         raise InputError(f"{what} takes a distgraph Graph (tensors), got {type(g).__name__}; load it with tensors")
 
 
-def _rebuild(g: Graph, edges: _Edges, edata: dict[CanonicalEtype, dict] | None, copy_ndata: bool) -> Graph:
+def _rebuild(g: G, edges: _Edges, edata: dict[CanonicalEtype, dict] | None, copy_ndata: bool) -> G:
     """A graph of `g`'s node types and counts over `edges` ({canonical type: per-type (src, dst)})."""
     ndata = {t: dict(g.nodes[t].data) for t in g.ntypes} if copy_ndata else None
     out = type(g).from_hetero(edges, {t: g.num_nodes(t) for t in g.ntypes}, ndata, edata)
@@ -38,8 +44,8 @@ def _same_node_type(c: CanonicalEtype, what: str) -> None:
         raise InputError(f"{what} needs edges between nodes of one type, but {c} joins {c[0]!r} to {c[2]!r}")
 
 
-def reverse(g: Graph, copy_ndata: bool = True, copy_edata: bool = False, *, share_ndata: bool | None = None,
-            share_edata: bool | None = None) -> Graph:
+def reverse(g: G, copy_ndata: bool = True, copy_edata: bool = False, *, share_ndata: bool | None = None,
+            share_edata: bool | None = None) -> G:
     """Every edge (u, v) of type (U, E, V) becomes (v, u) of type (V, E, U), edge i staying edge i
     (its data too with `copy_edata`)."""
     _graph_only(g, "reverse")
@@ -65,8 +71,8 @@ def _reduce_in_edges(values: torch.Tensor, dst: torch.Tensor, rows: int, how: st
     return out.scatter_reduce_(0, index, values, _REDUCE[how], include_self=False)
 
 
-def add_self_loop(g: Graph, edge_feat_names: list[str] | None = None, fill_data: float | str = 1.0,
-                  etype=None) -> Graph:
+def add_self_loop(g: G, edge_feat_names: list[str] | None = None, fill_data: float | str = 1.0,
+                  etype=None) -> G:
     """One more edge (v, v) per node v of `etype`'s node type, after that type's edges (existing
     self-loops stay). Their data: `fill_data` (a number) or the 'sum', 'mean', 'max' or 'min'
     of the node's in-edges' data, for `edge_feat_names` (all by default); zeros for the others."""
@@ -98,7 +104,7 @@ def add_self_loop(g: Graph, edge_feat_names: list[str] | None = None, fill_data:
     return _rebuild(g, edges, edata, True)
 
 
-def remove_self_loop(g: Graph, etype=None) -> Graph:
+def remove_self_loop(g: G, etype=None) -> G:
     """The graph without the edges (v, v) of `etype` (every one of them); other edges keep their data."""
     _graph_only(g, "remove_self_loop")
     c = g.canonical_etypes[g.get_etype_id(etype)]
@@ -129,7 +135,7 @@ def _coalesce(values: torch.Tensor, first: torch.Tensor, mapping: torch.Tensor, 
     return out
 
 
-def to_simple(g: Graph, return_counts: str | None = "count", writeback_mapping: bool = False,
+def to_simple(g: G, return_counts: str | None = "count", writeback_mapping: bool = False,
               copy_ndata: bool = True, copy_edata: bool = False, aggregator: str = "arbitrary"):
     """The graph with parallel edges (same type and endpoints) merged into one, kept in order
     of first appearance; `return_counts` names the edge data that counts the merged edges;
@@ -155,7 +161,7 @@ def to_simple(g: Graph, return_counts: str | None = "count", writeback_mapping: 
     return out, (next(iter(maps.values())) if len(maps) == 1 else maps)
 
 
-def to_bidirected(g: Graph, copy_ndata: bool = False, readonly: bool | None = None) -> Graph:
+def to_bidirected(g: G, copy_ndata: bool = False, readonly: bool | None = None) -> G:
     """A simple graph with (u, v) and (v, u) for every edge (u, v), per edge type (each must join
     nodes of one type): the graph's edges, then their reverses, each pair kept once in order of
     first appearance; no edge data; node data shared with `copy_ndata`."""

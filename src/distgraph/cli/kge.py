@@ -177,7 +177,7 @@ def partition_command(args: argparse.Namespace) -> int:
     from ..kge.partition import partition_kg
     from ..kge.pipeline import partition_folder
     from ..kge.prepare import data_warnings, say
-    from ..partition.assign import positive_int
+    from ..partition.parts import positive_int
 
     k = positive_int(args.num_parts, "--num_parts")
     data = load_dataset(args.data_path, args.dataset, args.format, args.data_files, args.delimiter,

@@ -6,9 +6,9 @@ import argparse
 import importlib
 import sys
 
-from .. import __version__
 from ..errors import DistGraphError
 from ..files import make_private
+from ..version import __version__
 
 # Each module exposes `register(subparsers)`, which adds its parser and sets `func`.
 SUBCOMMANDS = ("generate", "partition", "copy", "launch", "serve", "kge")

@@ -341,7 +341,7 @@ class ChunkWriter:
 def load_chunked(path: str | Path, *, tensors: bool = False):
     """A chunked-format graph read whole into a `Graph` (or with `tensors=False` an `ArrayGraph`):
     for graphs that fit in memory; the streaming partitioner reads bigger ones a chunk at a time."""
-    from ..array_graph import graph_class
+    from .graph_kind import graph_class
 
     cg = ChunkedGraph(path)
     edges = {}

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..array_graph import ArrayGraph, graph_class
+from ..array_graph import ArrayGraph
 from ..errors import InputError
+from .graph_kind import graph_class
 
 # First lines made only of these (case-insensitive) are a header even when the ids are strings.
 COLUMN_NAMES = frozenset({

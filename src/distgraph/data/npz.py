@@ -19,9 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..array_graph import DEFAULT_ETYPE, DEFAULT_NTYPE, ArrayGraph, graph_class
+from ..array_graph import ArrayGraph
 from ..errors import InputError
+from ..ids import DEFAULT_ETYPE, DEFAULT_NTYPE
 from .file_array import FileArray, read_npy_header
+from .graph_kind import graph_class
 
 TEXT_ARRAYS = ("ntypes", "canonical_etypes", "node_names")
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip member, or an empty zip

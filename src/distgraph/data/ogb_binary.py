@@ -156,7 +156,7 @@ def _rows(edges) -> tuple:
 def load_ogb_binary(root: str | Path, *, tensors: bool = False, split: str | None = None):
     """An OGB binary node dataset read whole into a `Graph` (or with `tensors=False` an
     `ArrayGraph`), for datasets that fit in memory."""
-    from ..array_graph import graph_class
+    from .graph_kind import graph_class
 
     d = OgbBinary(root, split)
     return graph_class(tensors)(np.asarray(d.src), np.asarray(d.dst), d.num_nodes,

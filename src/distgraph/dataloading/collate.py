@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..block import EID, Block
-from ..graph import resolve_etype
+from ..ids import resolve_etype
 from ..sampling.neighbor import type_map
 from .edge_prediction import EdgePredictionSampler
 from .negative_sampler import GlobalUniform, PerSourceUniform, endpoints

@@ -17,7 +17,7 @@ from typing import Callable
 import torch
 
 from ..errors import InputError
-from ..graph import as_id_tensor
+from ..ids import as_id_tensor
 from . import negative_sampler as negatives
 from .neighbor_sampler import NeighborSampler, _names
 
@@ -56,7 +56,7 @@ class EdgePredictionSampler:
         if self.exclude == "reverse_id":
             return torch.cat([eids, self.reverse_eids[eids]]), None
         if self.exclude == "reverse_types":
-            from ..graph import resolve_etype
+            from ..ids import resolve_etype
             from ..sampling.neighbor import type_map
 
             types = type_map(g)

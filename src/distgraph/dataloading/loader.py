@@ -16,15 +16,16 @@ import torch
 
 from ..dist_graph import DistGraph
 from ..distributed.runtime import get_context
+from ..distributed.sampler_pool import SamplerPool
 from ..errors import InputError
-from ..graph import as_id_tensor
+from ..ids import as_id_tensor
 from ..sampling.remote import MAX_SEED
+from .batch_wire import decode
 from .collate import EdgeCollator, NodeCollator
 from .edge_prediction import EdgePredictionSampler
 from ..sampling.neighbor import homogeneous_ids, type_map
 from .neighbor_sampler import NeighborSampler, typed_batch
 from .prefetch import batch_threads, made_ahead
-from .workers import SamplerPool
 
 
 def _check_device(device) -> None:
@@ -60,8 +61,9 @@ class _SeedLoader:
         batches, rng_seeds = [b for b, _ in plan], [r for _, r in plan]
         pool = self._sampler_pool()
         if pool is not None:
-            for batch in pool.run(*self.collator.spec(), batches, rng_seeds, type_map(self.collator.g)):
-                yield self.present(batch)
+            id_map = type_map(self.collator.g)
+            for header, arrays in pool.run(*self.collator.spec(), batches, rng_seeds):
+                yield self.present(decode(header, arrays, id_map))
             return
         threads = self._batch_threads()
         for batch in made_ahead(self.collate, plan, threads, 2 * threads):

@@ -9,7 +9,7 @@ import torch
 
 from ..block import EID, NID, Block, block_from_edges, first_occurrences, rows_in, with_types
 from ..errors import InputError
-from ..graph import as_id_tensor
+from ..ids import as_id_tensor
 
 
 def _fanout(f):

@@ -14,8 +14,9 @@ from typing import Callable
 
 import torch
 
-from ..block import DEFAULT_ETYPE, DEFAULT_NTYPE, EID, NID, TypedData, edge_type_of, edge_view, type_frame
+from ..block import EID, NID, TypedData, edge_type_of, edge_view, type_frame
 from ..errors import InputError
+from ..ids import DEFAULT_ETYPE, DEFAULT_NTYPE
 from ..local_scope import LocalScope
 
 

@@ -1,4 +1,5 @@
-"""Entry point of a sampler process (`python -m distgraph.dataloading.sampler_worker`); see `workers`."""
+"""Entry point of a sampler process (`python -m distgraph.dataloading.sampler_worker`); see
+`distributed.sampler_pool` (its trainer's side) and `batch_wire` (what it sends)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import zmq
 from .. import DistGraph, initialize
 from ..cluster.env import ProcessEnv
 from ..distributed import exit_client
+from ..distributed.sampler_pool import ENDPOINT, worker_audience
 from ..rpc.wire import pack, unpack
 from .collate import collator_from_spec
 from ..errors import DistGraphError
-from .workers import ENDPOINT, encode, worker_audience
+from .batch_wire import encode
 
 
 def main() -> None:

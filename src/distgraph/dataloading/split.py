@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import InputError
-from ..graph import as_selection
+from ..ids import as_selection
 from ..partition import RangePartitionBook
 
 

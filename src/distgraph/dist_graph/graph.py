@@ -14,13 +14,14 @@ from functools import cached_property
 import numpy as np
 import torch
 
+from ..array_graph import TypeViews
 from ..distributed.partition_data import IN_DEGREE, OUT_DEGREE, degree_dtype
 from ..distributed.dist_tensor import DistTensor
 from ..distributed.policy import (EdgePartitionPolicy, NodePartitionPolicy, edge_policy_str, graph_data_name,
                                   node_policy_str)
 from ..distributed.runtime import JobClient, barrier, get_context
 from ..errors import DistGraphError, InputError
-from ..graph import DEFAULT_NTYPE, TypeViews, as_id_tensor, resolve_etype
+from ..ids import DEFAULT_NTYPE, as_id_tensor, resolve_etype
 from ..kvstore.store import KVStore
 from ..partition import Partition, RangePartitionBook, load_partition
 from ..partition.layout import DataSpec, PartitionConfig, etype_key

@@ -29,7 +29,7 @@ _EXPORTS = {
     "sample_neighbors": "..sampling:sample_neighbors",
     "dgl_partition_to_graphbolt": "..graphbolt:dgl_partition_to_graphbolt",
     **{n: f"..optim:{n}" for n in ("SparseAdagrad", "SparseAdam")},
-    **{n: f"..block:{n}" for n in ("DEFAULT_ETYPE", "DEFAULT_NTYPE")},
+    **{n: f"..ids:{n}" for n in ("DEFAULT_ETYPE", "DEFAULT_NTYPE")},
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

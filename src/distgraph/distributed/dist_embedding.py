@@ -11,7 +11,7 @@ from typing import Callable
 
 import torch
 
-from ..graph import as_id_tensor
+from ..ids import as_id_tensor
 from .dist_tensor import DistTensor
 from .initializers import Initializer
 from .policy import PartitionPolicy

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..errors import DistGraphError, InputError
-from ..graph import as_id_tensor
+from ..ids import as_id_tensor
 from ..kvstore.client import KVClient, PendingPull, TensorHandle
 from ..partition import RangePartitionBook
 from .initializers import Initializer

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..graph import as_id_tensor
+from ..ids import as_id_tensor
 from ..partition import Partition, RangePartitionBook
 from ..partition import load_partition as _load_partition
 from ..partition import load_partition_book as _load_partition_book

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import InputError
-from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, as_id_tensor
+from ..ids import DEFAULT_ETYPE, DEFAULT_NTYPE, as_id_tensor
 from ..partition import RangePartitionBook
 from ..partition.layout import etype_key
 

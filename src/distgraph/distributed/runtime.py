@@ -32,6 +32,7 @@ from ..rpc.transport import Connections
 from .partition_data import publish_partition_data
 from .policy import PolicyTable
 from .rendezvous import host_rendezvous, pin_interface
+from .sampler_pool import SamplerPool
 from ..server import serve
 
 
@@ -53,7 +54,7 @@ class Context:
     servers_stopped: bool = False  # after shutdown_servers(): no goodbye to send
     rendezvous: object | None = None  # trainer 0: torch.distributed's store (`rendezvous`)
     credentials: Credentials | None = None  # launched processes: the job's secret (`rpc.auth`)
-    sampler_pool: object | None = None  # a launched trainer's sampler processes (`dataloading.workers`)
+    sampler_pool: SamplerPool | None = None  # a launched trainer's sampler processes
     sampler_id: int = 0  # a sampler: its index among its trainer's samplers
     features_on_disk: bool = False  # standalone: serve the partition's node/edge data from its files
 
@@ -161,11 +162,10 @@ def initialize(ip_config: str | None = None, max_queue_size: int | None = None, 
     else:
         _CONTEXT = _connect(env)
     atexit.register(exit_client)
-    note_graphbolt(use_graphbolt and _CONTEXT.role != "sampler" and _CONTEXT.rank == 0)
-    if _CONTEXT.role == "trainer" and _CONTEXT.num_samplers > 0:
-        from ..dataloading.workers import SamplerPool  # the runtime needs loaders only here
-
-        _CONTEXT.sampler_pool = SamplerPool(_CONTEXT.num_samplers)  # shared by every loader of this trainer
+    ctx = _CONTEXT
+    note_graphbolt(use_graphbolt and ctx.role != "sampler" and ctx.rank == 0)
+    if ctx.role == "trainer" and ctx.num_samplers > 0:  # shared by every loader of this trainer
+        ctx.sampler_pool = SamplerPool(ctx.num_samplers, ctx.rank, ctx.credentials, ctx.timeouts)
 
 
 def get_context() -> Context:

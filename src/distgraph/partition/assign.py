@@ -1,8 +1,9 @@
-"""Node-to-partition assignment: METIS with balance constraints, or balanced random."""
+"""Node-to-partition assignment of an in-memory graph, by the partitioner it names: METIS with
+balance constraints (here), balanced random, or KaMinPar on the streaming path's undirected
+graph file (`stream.kaminpar_assign`). It sits above that path; what both share is in `parts`."""
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -12,47 +13,21 @@ import numpy as np
 from ..array_graph import ArrayGraph
 from ..arrays import unique_sorted
 from ..errors import PartitionError
-from .metis import part_graph
 from .layout import PART_METHODS
+from .metis import part_graph
+from .parts import SPLIT_MASKS, fill_empty_parts, node_mask, part_count, random_parts
 from .symmetric import symmetric_adjacency
 
 if TYPE_CHECKING:
     from ..array_graph import Array
 
-SPLIT_MASKS = ("train_mask", "val_mask", "test_mask")
-
-
-def positive_int(value, what: str) -> int:
-    """`value` as a positive int: numpy integers are accepted; bools, strings and floats are not."""
-    try:
-        k = None if isinstance(value, bool) else operator.index(value)
-    except TypeError:
-        k = None
-    if k is None or k < 1:
-        raise PartitionError(f"{what} must be a positive integer, got {value!r}")
-    return k
-
-
-def node_mask(g: ArrayGraph, name: str) -> np.ndarray:
-    """Boolean node data `name` (e.g. 'train_mask') over all nodes; False for types without it."""
-    mask = np.zeros(g.num_nodes(), dtype=bool)
-    for i, t in enumerate(g.ntypes):
-        data = g.nodes[t].data
-        if name in data:
-            lo, hi = int(g.ntype_offsets[i]), int(g.ntype_offsets[i + 1])
-            if tuple(data[name].shape) != (hi - lo,):
-                raise PartitionError(f"node data {name!r} of type {t!r} has shape {tuple(data[name].shape)}; "
-                                     f"a mask needs one value per {t!r} node ({hi - lo})")
-            mask[lo:hi] = np.asarray(data[name]).astype(bool)
-    return mask
-
-
 def split_categories(g: ArrayGraph) -> Array:
     """Per-node category for `balance_ntypes`: 1 train, 2 val, 3 test, 0 other (over all node types),
     as the graph's kind of array (a tensor for a `Graph`)."""
     cat = np.zeros(g.num_nodes(), dtype=np.int64)
+    node_data = {t: g.nodes[t].data for t in g.ntypes}
     for code, name in enumerate(SPLIT_MASKS, start=1):
-        cat[node_mask(g, name)] = code
+        cat[node_mask(g.ntypes, g.ntype_offsets, node_data, name)] = code
     return g.as_array(cat)
 
 
@@ -99,23 +74,20 @@ def assign_parts(
     the METIS call (which takes one core) runs, else before returning; its errors propagate."""
     if part_method not in PART_METHODS:
         raise PartitionError(f"unknown part_method {part_method!r}; choose one of {', '.join(PART_METHODS)}")
-    num_parts = positive_int(num_parts, "num_parts")
     n = g.num_nodes()
-    if num_parts > n:
-        raise PartitionError(f"cannot split {n} nodes into {num_parts} parts; use at most {n} parts")
+    num_parts = part_count(num_parts, n)
     if num_parts == 1 or part_method == "random":
-        parts = np.zeros(n, dtype=np.int64) if num_parts == 1 else \
-            (np.random.default_rng(seed).permutation(n) % num_parts).astype(np.int64)
+        parts = random_parts(n, num_parts, seed)
         if alongside is not None:
             alongside()
         return parts
     if part_method == "kaminpar":
         from .stream import kaminpar_assign
 
-        parts = kaminpar_assign(g, num_parts, seed, balance_ntypes, balance_edges)
+        parts = kaminpar_assign(g, num_parts, seed, balance_ntypes, balance_edges)  # no part left empty
         if alongside is not None:
             alongside()
-        return fill_empty_parts(parts, num_parts)
+        return parts
     xadj, adjncy = symmetric_adjacency(np.asarray(g.src), np.asarray(g.dst), n)
     if node_weights is not None:
         weights = np.asarray(node_weights, dtype=np.int64).reshape(n, -1)
@@ -132,15 +104,3 @@ def assign_parts(
         if beside is not None:
             beside.result()
     return fill_empty_parts(parts, num_parts)
-
-
-def fill_empty_parts(parts: np.ndarray, num_parts: int) -> np.ndarray:
-    """METIS can leave parts empty when num_parts is close to the number of nodes: move one
-    node of the largest part into each empty one (in place; a loop over parts, not nodes)."""
-    counts = np.bincount(parts, minlength=num_parts)
-    for p in np.flatnonzero(counts == 0):
-        big = int(counts.argmax())
-        parts[np.flatnonzero(parts == big)[-1]] = p
-        counts[big] -= 1
-        counts[p] += 1
-    return parts

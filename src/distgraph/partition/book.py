@@ -12,7 +12,8 @@ import torch
 
 from ..arrays import offsets
 from ..errors import InputError, PartitionError
-from ..graph import DEFAULT_ETYPE, DEFAULT_NTYPE, as_id_tensor, per_type, resolve_etype
+from ..graph import per_type
+from ..ids import DEFAULT_ETYPE, DEFAULT_NTYPE, as_id_tensor, resolve_etype
 from .layout import PartitionConfig, etype_key
 
 HOMOGENEOUS = None  # a `type` argument meaning "ids are homogeneous ids, not per-type ids"

@@ -1,14 +1,45 @@
-"""A partitioning's report for a person: `<out>/<graph>-report.json` (per-part nodes, edges, halo
-nodes and training nodes, the edge cut, the halo share, the balance) and `<graph>-report.png`
-(the same per part as bars, the cut and halo share in the title)."""
+"""A partitioning's statistics (`PartitionStats`, what every partitioner returns) and its report
+for a person: `<out>/<graph>-report.json` (per-part nodes, edges, halo nodes and training nodes,
+the edge cut, the halo share, the balance) and `<graph>-report.png` (the same per part as bars,
+the cut and halo share in the title)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 
-def report(stats, graph_name: str, part_method: str) -> dict:
+@dataclass
+class PartitionStats:
+    """What a person wants to know about a partitioning (printed by `distgraph partition`)."""
+
+    num_parts: int
+    part_nodes: list[int]
+    part_edges: list[int]
+    part_halo: list[int]
+    part_train: list[int]
+    edge_cut: float  # fraction of edges whose endpoints are owned by different partitions
+    assign_seconds: float
+    total_seconds: float
+
+    @property
+    def halo_fraction(self) -> float:
+        return sum(self.part_halo) / max(1, sum(self.part_nodes))
+
+    @staticmethod
+    def imbalance(values: list[int]) -> float:
+        """max / mean: 1.0 is perfect balance."""
+        mean = sum(values) / len(values)
+        return max(values) / mean if mean else 1.0
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["halo_fraction"] = self.halo_fraction
+        return d
+
+
+def report(stats: PartitionStats, graph_name: str, part_method: str) -> dict:
     """The report's content from a `PartitionStats`."""
     imbalance = type(stats).imbalance
     parts = [{"part": p, "nodes": stats.part_nodes[p], "edges": stats.part_edges[p], "halo_nodes": stats.part_halo[p],
@@ -20,7 +51,7 @@ def report(stats, graph_name: str, part_method: str) -> dict:
             "seconds": {"assign": stats.assign_seconds, "total": stats.total_seconds}}
 
 
-def write_report(out: str | Path, stats, graph_name: str, part_method: str) -> tuple[Path, Path]:
+def write_report(out: str | Path, stats: PartitionStats, graph_name: str, part_method: str) -> tuple[Path, Path]:
     """Write the JSON and the PNG beside the partition config; returns their paths."""
     import matplotlib
 

@@ -6,7 +6,6 @@ import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,43 +17,16 @@ from ..arrays import gather_rows, group_keys, inverse_permutation, offsets, uniq
 from ..errors import PartitionError
 from ..files import private_files
 from ..graphbolt import note_graphbolt
-from .assign import assign_parts, node_mask, positive_int
+from .assign import assign_parts
 from .layout import DataSpec, PartMeta, check_name, config_json, etype_key, part_files
 from .in_edges import InEdges
 from .out_folder import check_out, clear_out, write_config
+from .parts import node_mask, positive_int
 from .relabel import EdgeOrder, NodeOrder, relabel_edges, relabel_nodes
+from .report import PartitionStats
 
 if TYPE_CHECKING:
     from ..array_graph import Array
-
-
-@dataclass
-class PartitionStats:
-    """What a person wants to know about a partitioning (printed by `distgraph partition`)."""
-
-    num_parts: int
-    part_nodes: list[int]
-    part_edges: list[int]
-    part_halo: list[int]
-    part_train: list[int]
-    edge_cut: float  # fraction of edges whose endpoints are owned by different partitions
-    assign_seconds: float
-    total_seconds: float
-
-    @property
-    def halo_fraction(self) -> float:
-        return sum(self.part_halo) / max(1, sum(self.part_nodes))
-
-    @staticmethod
-    def imbalance(values: list[int]) -> float:
-        """max / mean: 1.0 is perfect balance."""
-        mean = sum(values) / len(values)
-        return max(values) / mean if mean else 1.0
-
-    def as_dict(self) -> dict:
-        d = dict(self.__dict__)
-        d["halo_fraction"] = self.halo_fraction
-        return d
 
 
 class _PartWriter:
@@ -323,7 +295,7 @@ def partition_graph(
                              f"rename it")
     node_names, node_meta = _data_meta(node_store)
     edge_names, edge_meta = _data_meta(edge_store)
-    train = node_mask(g, "train_mask")
+    train = node_mask(g.ntypes, g.ntype_offsets, node_store, "train_mask")
     out = Path(out_path)
     out.mkdir(parents=True, exist_ok=True)  # an unusable folder fails now, not after METIS
     check_out(out, graph_name, overwrite)

@@ -6,7 +6,8 @@ import torch
 
 from ..block import EID
 from ..errors import InputError
-from ..graph import Graph, as_id_tensor, resolve_etype
+from ..graph import Graph
+from ..ids import as_id_tensor, resolve_etype
 from ..partition import Partition
 from .kernel import Csc, sample_csc_ids, sample_uniform_native
 

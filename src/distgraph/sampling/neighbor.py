@@ -9,8 +9,9 @@ from __future__ import annotations
 import torch
 
 from ..errors import InputError
+from ..graph import Graph
 from ..graphbolt import note_graphbolt
-from ..graph import Graph, as_id_tensor, as_selection, resolve_etype
+from ..ids import as_id_tensor, as_selection, resolve_etype
 from .local import SampledEdges, sample_graph
 
 

@@ -50,7 +50,7 @@ from ..stream.numbering import edge_ranges, number_nodes
 from ..stream.partwriter import EDGE_MAP, remove_files, write_node_maps
 from ..stream.source import from_chunked
 from ..stream.writer import MAX_BUCKETS, Degrees, assign, check_request, data_specs, partition_config, split_weight
-from ..writer import PartitionStats
+from ..report import PartitionStats
 from . import datalayout as D
 from . import protocol as P
 from .host import peak_rss

@@ -29,10 +29,10 @@ from ...arrays import add_counts
 from ...errors import PartitionError
 from ...files import check_space, private_files
 from ...malloc import release_freed_memory
-from ..assign import SPLIT_MASKS, fill_empty_parts, positive_int
 from ..layout import DataSpec, check_name, config_json
 from ..out_folder import check_out, clear_out, write_config
-from ..writer import PartitionStats
+from ..parts import SPLIT_MASKS, fill_empty_parts, node_mask, part_count, random_parts
+from ..report import PartitionStats
 from .adjacency import ParhipGraph, row_buckets, write_parhip
 from .kaminpar import kaminpar_parts
 from .buckets import Buckets, id_dtype
@@ -95,20 +95,6 @@ def count_degrees(source: StreamSource, progress: bool = False) -> Degrees:
     return Degrees(in_deg, out_deg)
 
 
-def node_flag(source: StreamSource, name: str) -> np.ndarray:
-    """Boolean node data `name` (e.g. train_mask) over all nodes, False for types without it."""
-    flag = np.zeros(source.num_nodes(), dtype=bool)
-    for i, t in enumerate(source.ntypes):
-        data = source.node_data.get(t, {})
-        if name in data:
-            lo, hi = int(source.ntype_offsets[i]), int(source.ntype_offsets[i + 1])
-            a = data[name]
-            for j in range(0, hi - lo, 1 << 24):
-                flag[lo + j:lo + min(j + (1 << 24), hi - lo)] = np.asarray(a[j:min(j + (1 << 24), hi - lo)],
-                                                                           dtype=bool).reshape(-1)
-    return flag
-
-
 def combined_weight(num_nodes: int, in_deg: np.ndarray | None, groups) -> np.ndarray:
     """One vertex weight standing for several balance constraints (KaMinPar balances one): each
     node counts 1, plus its in-degree when `in_deg` is given (balance in-edges), plus for each
@@ -130,7 +116,8 @@ def split_weight(source: StreamSource, deg: Degrees, balance_train: bool, balanc
     """`combined_weight` for `--balance_train` (train/val/test masks) and `--balance_edges`."""
     if not (balance_train or balance_edges):
         return None
-    groups = (node_flag(source, name) for name in SPLIT_MASKS) if balance_train else ()
+    groups = (node_mask(source.ntypes, source.ntype_offsets, source.node_data, name)
+              for name in SPLIT_MASKS) if balance_train else ()
     return combined_weight(source.num_nodes(), deg.in_deg if balance_edges else None, groups)
 
 
@@ -159,10 +146,8 @@ def assign(source: StreamSource, deg: Degrees, num_parts: int, method: str, seed
     written by `write_graph(path, row buckets' boundaries, max entries)` when given (from
     edges held elsewhere), else from `source`."""
     n = source.num_nodes()
-    if num_parts == 1:
-        return np.zeros(n, dtype=np.int64)
-    if method == "random":
-        return (np.random.default_rng(seed).permutation(n) % num_parts).astype(np.int64)
+    if num_parts == 1 or method == "random":
+        return random_parts(n, num_parts, seed)
     graph = scratch / ".undirected.parhip"
     try:
         if write_graph is None:
@@ -189,10 +174,7 @@ def _metis_on_file(graph: Path, n: int, num_parts: int, seed: int, weights: np.n
 def check_request(source: StreamSource, graph_name: str, num_parts: int, part_method: str):
     """The checked number of parts, and the names and specs of the node and edge data."""
     check_name(graph_name, "graph name", allow_dot=True)
-    num_parts = positive_int(num_parts, "num_parts")
-    n = source.num_nodes()
-    if num_parts > n:
-        raise PartitionError(f"cannot split {n} nodes into {num_parts} parts; use at most {n} parts")
+    num_parts = part_count(num_parts, source.num_nodes())
     if part_method not in STREAM_METHODS:
         raise PartitionError(f"unknown part_method {part_method!r} for large graphs; choose one of {STREAM_METHODS}")
     return (num_parts, *data_specs(source))
@@ -251,7 +233,7 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
         remove_files(out, range(num_parts), source, node_names, edge_names)
         raise
     new2old = numbering.new2old
-    train = node_flag(source, "train_mask")
+    train = node_mask(source.ntypes, source.ntype_offsets, source.node_data, "train_mask")
     part_train = [int(train[new2old[lo:hi]].sum()) for lo, hi in numbering.node_ranges[:, [0, -1], [0, 1]]]
     return write_partition_config(out, graph_name, source, part_method, node_meta, edge_meta, metas, node_files,
                                   numbering.node_ranges, ranges, cut, part_train, t0, t_assign)

@@ -1,18 +1,22 @@
-"""Sampler processes: the `--num_samplers` workers of a launched trainer sample its mini-batches.
+"""A launched trainer's sampler processes (`--num_samplers`), which sample its mini-batches.
 
-The pool is started once per trainer, by `initialize` (as DGL does), and every loader of
-the trainer uses it: a loader's collator is described by a small JSON spec, which a worker
-builds the first time a job names it and keeps (loaders with the same settings share it),
-so a new loader costs no new process. A worker is `python -m
-distgraph.dataloading.sampler_worker`, started by the trainer with its environment and the
-sampler role (`sampler_env`), so no user code runs in it. It connects to the servers, and
-answers seed batches over a ZeroMQ pair on loopback. Mini-batches travel in the wire format
-(msgpack header + raw array buffers; no pickle). Each iteration of a loader is a run that
-keeps `PREFETCH` batches per worker in flight and yields them in order; runs may
-interleave (a worker's replies for another run are kept for it); workers skip the queued
-jobs of an abandoned run, and its replies are dropped. Every send and receive is bounded and watches the worker's process, so a
-worker that fails or dies becomes an error naming it, never a hang; workers hold a
-lifeline to the trainer (`cluster.lifeline`) and end with it, whatever they are doing.
+The pool is started once per trainer, by `initialize` (as DGL does), and every loader of the
+trainer uses it: a loader's collator is described by a small JSON spec, which a worker builds
+the first time a job names it and keeps (loaders with the same settings share it), so a new
+loader costs no new process. A worker is `python -m distgraph.dataloading.sampler_worker`,
+started by the trainer with its environment and the sampler role (`sampler_env`), so no user
+code runs in it. It connects to the servers, and answers seed batches over a ZeroMQ pair on
+loopback, in the wire format (msgpack header + raw array buffers; no pickle); the loader
+decodes the replies (`dataloading.batch_wire`). Each iteration of a loader is a run that keeps
+`PREFETCH` batches per worker in flight and yields them in order; runs may interleave (a
+worker's replies for another run are kept for it); workers skip the queued jobs of an
+abandoned run, and its replies are dropped. Every send and receive is bounded and watches the
+worker's process, so a worker that fails or dies becomes an error naming it, never a hang;
+workers hold a lifeline to the trainer (`cluster.lifeline`) and end with it, whatever they are
+doing.
+
+The runtime starts the pool and closes it at exit; this module imports no loader code, so the
+runtime sits below the loaders that use the pool.
 """
 
 from __future__ import annotations
@@ -22,18 +26,18 @@ import json
 import subprocess
 import sys
 import time
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import torch
 import zmq
 
-from ..cluster.env import sampler_env
+from ..cluster.env import Timeouts, sampler_env
 from ..cluster.lifeline import Lifeline
 from ..errors import DistGraphError
 from ..rpc.auth import Authenticator, Credentials
 from ..rpc.wire import pack, unpack
-from ..block import EID, NID, Block, BlockTypes
-from .pair_graph import PairGraph, PairTypes
+
+if TYPE_CHECKING:
+    import torch
 
 PREFETCH = 2
 POLL_MS = 500
@@ -44,67 +48,6 @@ ENDPOINT = "DISTGRAPH_SAMPLER_ENDPOINT"
 def worker_audience(rank: int, index: int) -> str:
     """Whom a sampler process proves the job secret to: its trainer's socket for it (`rpc.auth`)."""
     return f"sampler {index} of trainer {rank}"
-
-
-def encode(batch: tuple) -> tuple[dict, list[torch.Tensor]]:
-    """A node or edge mini-batch (typed or not, with any data attached to its blocks and pair
-    graphs) as a header and a flat list of arrays."""
-    *head, blocks = batch
-    arrays, pairs, data, names = [head[0]], [], [], None
-    if isinstance(head[1], PairGraph):
-        for p in head[1:]:
-            pairs.append({"eids": p._eids is not None, "typed": p.types is not None,
-                          "edge_tid": p.types is not None and p.types.edge_tid is not None})
-            arrays += [p.node_ids, p.edge_index] + ([p._eids] if p._eids is not None else [])
-            if p.types is not None:
-                arrays += p.types.arrays()
-                names = [p.types.ntypes, p.types.canonical_etypes]
-    else:
-        arrays.append(head[1])
-    for b in blocks:
-        arrays += [b.src_nodes, b.dst_nodes, b.edge_index, b.eids] + ([] if b.types is None else b.types.arrays())
-        if b.types is not None:
-            names = [b.types.ntypes, b.types.canonical_etypes]
-    owners = [("block", i, b) for i, b in enumerate(blocks)] + [("pair", i, p) for i, p in enumerate(head[1:] if pairs else ())]
-    for where, i, owner in owners:
-        for side, frames in (owner.data_frames(made_only=True) if where == "block" else owner.data_frames()).items():
-            for t, frame in frames.items():
-                for k, v in frame.items():
-                    if k not in (NID, EID):
-                        data.append([where, i, side, t, k])
-                        arrays.append(v)
-    header = {"kind": "edge" if pairs else "node", "pairs": pairs, "blocks": len(blocks),
-              "typed_blocks": bool(blocks) and blocks[0].types is not None, "names": names, "data": data}
-    return header, [a.contiguous() for a in arrays]
-
-
-def decode(header: dict, arrays: list[torch.Tensor], id_map=None) -> tuple:
-    """Inverse of `encode`; `id_map` (the graph's) gives typed blocks their per-type edge ids."""
-    arrays = iter(arrays)
-    names = header["names"]
-    if names is not None:
-        names = [list(names[0]), [tuple(c) for c in names[1]]]
-    head = [next(arrays)]
-    pair_graphs = []
-    for p in header["pairs"]:
-        nodes, edge_index = next(arrays), next(arrays)
-        eids = next(arrays) if p["eids"] else None
-        types = None
-        if p["typed"]:
-            node_type, node_tid, edge_type = next(arrays), next(arrays), next(arrays)
-            types = PairTypes(*names, node_type, node_tid, edge_type, next(arrays) if p["edge_tid"] else None)
-        pair_graphs.append(PairGraph(nodes, edge_index[0], edge_index[1], eids, types))
-    head += pair_graphs or [next(arrays)]
-    blocks = []
-    for _ in range(int(header["blocks"])):
-        core = [next(arrays) for _ in range(4)]
-        types = BlockTypes(*names, *(next(arrays) for _ in range(3)), id_map=id_map) if header["typed_blocks"] else None
-        blocks.append(Block(*core, types))
-    for where, i, side, t, key in header["data"]:
-        owner = blocks[i] if where == "block" else pair_graphs[i]
-        frames = owner.side_data(side) if where == "block" else owner.data_frames()[side]
-        frames[tuple(t) if isinstance(t, list) else t][key] = next(arrays)
-    return (*head, blocks)
 
 
 class _Worker:
@@ -130,14 +73,11 @@ class SamplerPool:
     """A trainer's `num` sampler processes, shared by all its loaders. They start at once and
     are waited for on first use, so their start-up overlaps the trainer's own."""
 
-    def __init__(self, num: int):
-        from ..distributed.runtime import get_context
-
-        ctx = get_context()
-        self.startup_timeout, self.batch_timeout = ctx.timeouts.startup, ctx.timeouts.request
+    def __init__(self, num: int, rank: int, credentials: Credentials, timeouts: Timeouts):
+        self.startup_timeout, self.batch_timeout = timeouts.startup, timeouts.request
         self.zmq = zmq.Context()
-        self.authenticator = Authenticator(self.zmq, ctx.credentials, f"distgraph trainer (rank {ctx.rank})")
-        self.workers = [_Worker(self.zmq, ctx.rank, i, ctx.credentials) for i in range(num)]
+        self.authenticator = Authenticator(self.zmq, credentials, f"distgraph trainer (rank {rank})")
+        self.workers = [_Worker(self.zmq, rank, i, credentials) for i in range(num)]
         self.ready = False
         self.specs: dict[str, tuple[int, list]] = {}  # a collator spec (as JSON, array ids) -> its id, arrays
         self.runs = 0
@@ -204,10 +144,10 @@ class SamplerPool:
         return kept.pop(i)
 
     def run(self, spec: dict, spec_arrays: list[torch.Tensor], batches: list[torch.Tensor],
-            rng_seeds: list[int], id_map=None) -> Iterator:
-        """Mini-batches of `batches` (seed tensors, each with the seed of its random draws),
-        collated as `spec` (with its arrays) describes, in order; batch i is sampled by worker
-        i mod n (`id_map`: see `decode`)."""
+            rng_seeds: list[int]) -> Iterator[tuple[dict, list[torch.Tensor]]]:
+        """The mini-batches of `batches` (seed tensors, each with the seed of its random draws),
+        collated as `spec` (with its arrays) describes, in order, each as its header and arrays
+        (`batch_wire.decode` makes it whole); batch i is sampled by worker i mod n."""
         self._start()
         key = json.dumps([spec, [id(a) for a in spec_arrays]], sort_keys=True)
         if key not in self.specs:
@@ -228,7 +168,7 @@ class SamplerPool:
                 received += 1
                 if header.get("error"):
                     raise DistGraphError(f"{w.describe()} could not sample batch {i}: {header['error']}")
-                yield decode(header, arrays, id_map)
+                yield header, arrays
         finally:
             self.live.pop(run, None)
             for j in range(received, min(sent, received + n)) if self.workers else ():  # abandoned
