@@ -11,7 +11,7 @@ import pytest
 
 from distgraph.kge import TrainConfig
 from distgraph.kge.data import load_dataset
-from distgraph.kge.save import save_model
+from distgraph.kge.saved_model import save_model
 
 E, R = 60, 3
 

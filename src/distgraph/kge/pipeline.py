@@ -32,7 +32,7 @@ from .events import EVENT, JOB_ENV, job_env
 from .partition import partition_kg
 from .prepare import prepare_eval, prepare_train
 from .report import Reporter
-from .save import next_model_dir
+from .saved_model import next_model_dir
 
 SERVING = ": serving"
 

@@ -55,7 +55,7 @@ class Scorer:
         import torch
 
         from .models import create_model
-        from .save import load_model
+        from .saved_model import load_model
 
         saved = load_model(model_path)  # numpy tables, checked finite
         t = saved.cfg

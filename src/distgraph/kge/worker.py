@@ -42,12 +42,11 @@ from .config import TrainConfig, field_defaults
 from .data import read_dict
 from .events import emit_line, read_job
 from .evaluate import eval_share, evaluate
-from .finite import nonfinite_rows, refuse_nonfinite
 from .loss import add_regularization_grad, kge_loss
 from .models import KGEModel, create_model
 from .ranking import Queries, ShardRanker, model_spec
 from .sampler import Batch, ChunkSampler
-from .save import save_model
+from .saved_model import nonfinite_rows, refuse_nonfinite, save_model
 from .tables import KGETables
 
 STATS = ("loss", "pos_loss", "neg_loss", "regularization", "pos_score", "neg_score")
