@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from distgraph.kge import TrainConfig
-from distgraph.kge.data import load_dataset
+from distgraph.kge.data.formats import load_dataset
 from distgraph.kge.saved_model import save_model
 
 E, R = 60, 3

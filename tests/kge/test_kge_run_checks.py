@@ -14,7 +14,7 @@ import pytest
 from distgraph.errors import InputError
 from distgraph.kge import TrainConfig, train_kge
 from distgraph.kge import prepare, worker
-from distgraph.kge.data import KGData
+from distgraph.kge.data.formats import KGData
 from leaks import new_session
 from test_kge_train import _config
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .data import read_dict
+from .data.formats import read_dict
 
 
 class Names:

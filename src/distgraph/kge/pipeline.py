@@ -27,9 +27,9 @@ from typing import TextIO
 from ..errors import DistGraphError, InputError
 from ..launch.ssh import SshOptions
 from .config import EvalConfig, TrainConfig
-from .data import KGData
+from .data.formats import KGData
+from .data.partition import partition_folder, partition_kg
 from .events import EVENT, JOB_ENV, job_env
-from .partition import partition_kg
 from .prepare import prepare_eval, prepare_train
 from .report import Reporter
 from .saved_model import next_model_dir
@@ -58,11 +58,6 @@ class DistOptions:
     num_client_proc: int = 1
     part_config: str | None = None  # default: <data_path>/<dataset>/partitions/<dataset>.json
     ssh: SshOptions = field(default_factory=SshOptions)
-
-
-def partition_folder(data_path: str | Path, dataset: str) -> Path:
-    """Where `kge partition` writes a dataset's partition (and `kge dist-train` looks for it)."""
-    return Path(data_path) / dataset / "partitions"
 
 
 def _describe(data: KGData, seconds: float) -> str:

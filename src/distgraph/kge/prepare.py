@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import InputError
 from .config import EvalConfig, TrainConfig
-from .data import KGData, load_dataset
+from .data.formats import KGData, load_dataset
 from .saved_model import SavedModel, load_model
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import InputError
 from ..files import private_files
 from .config import TrainConfig, check_model, table_widths
-from .data import read_dict, write_dict
+from .data.formats import read_dict, write_dict
 
 _SUFFIX = {"entity": "_entity", "relation": "_relation", "projection": "projection"}
 ENTITY_DICT = "entities.dict"

@@ -3,7 +3,7 @@ process, or one machine's job of --num_proc trainers) and `kge dist-train` (a jo
 machines of ip_config) alike.
 
 A trainer trains on its share of its machine's triples (the in-edges of the machine's
-entities in the KG partition: `kge.partition`), draws negatives from its machine's own
+entities in the KG partition: `kge.data.partition`), draws negatives from its machine's own
 entities (and a share from all entities), reads and updates rows through `KGETables` (rows of its machine in place, the
 others through their servers), ranks its share of the valid and test triples where the
 entity rows live (`ranking`), and reports what the parent prints as events: one JSON list
@@ -39,7 +39,7 @@ from ..optim.row_adagrad import run_each
 from ..partition import load_partition
 from ..partition.layout import PartitionConfig
 from .config import TrainConfig, field_defaults
-from .data import read_dict
+from .data.formats import read_dict
 from .events import emit_line, read_job
 from .evaluate import eval_share, evaluate
 from .loss import add_regularization_grad, kge_loss

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 
 BUILTIN = ("FB15k", "FB15k-237", "wn18", "wn18rr", "Freebase")
 ORDERS = tuple("".join(p) for p in permutations("hrt"))
