@@ -172,7 +172,7 @@ def eval_kge(cfg: EvalConfig, out: TextIO | None = None) -> RunResult:
     inputs = prepare_eval(cfg)
     reporter = Reporter(1, 0, out=out)
     reporter.write(_describe(inputs.data, time.perf_counter() - t0))
-    from .evaluate_saved import rank_saved  # torch: only once everything is checked
+    from .evaluate.link_prediction import rank_saved  # torch: only once everything is checked
 
     try:
         reporter.t_trained = time.perf_counter()

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from .metrics import METRICS, combine
+from .evaluate.metrics import METRICS, combine
 
 
 class Reporter:

@@ -6,7 +6,7 @@ A trainer trains on its share of its machine's triples (the in-edges of the mach
 entities in the KG partition: `kge.data.partition`), draws negatives from its machine's own
 entities (and a share from all entities), reads and updates rows through `KGETables` (rows of its machine in place, the
 others through their servers), ranks its share of the valid and test triples where the
-entity rows live (`ranking`), and reports what the parent prints as events: one JSON list
+entity rows live (`kge.evaluate.ranking`), and reports what the parent prints as events: one JSON list
 per line on standard output (`kge.events`), or straight to a callable in-process. Trainer 0
 saves the embeddings in `kge train`'s layout, in the entities' original ids.
 """
@@ -41,10 +41,10 @@ from ..partition.layout import PartitionConfig
 from .config import TrainConfig, field_defaults
 from .data.formats import read_dict
 from .events import emit_line, read_job
-from .evaluate import eval_share, evaluate
+from .evaluate.link_prediction import eval_share, evaluate
+from .evaluate.ranking import Queries, ShardRanker, model_spec
 from .loss import add_regularization_grad, kge_loss
 from .models import KGEModel, create_model
-from .ranking import Queries, ShardRanker, model_spec
 from .sampler import Batch, ChunkSampler
 from .saved_model import nonfinite_rows, refuse_nonfinite, save_model
 from .tables import KGETables
