@@ -201,9 +201,9 @@ def limit_loop(data_path: str, model_name: str, steps: int) -> float:
     import torch
 
     from distgraph.kge.data.formats import load_dataset
-    from distgraph.kge.loss import add_regularization_grad, kge_loss
     from distgraph.kge.models import create_model
-    from distgraph.kge.sampler import ChunkSampler
+    from distgraph.kge.train.loss import add_regularization_grad, kge_loss
+    from distgraph.kge.train.sampler import ChunkSampler
     from distgraph.kvstore import kernels
     from distgraph.malloc import keep_freed_memory
     from distgraph.optim.sparse import coalesce

@@ -13,8 +13,9 @@ import pytest
 
 from distgraph.errors import InputError
 from distgraph.kge import TrainConfig, train_kge
-from distgraph.kge import prepare, worker
+from distgraph.kge import prepare
 from distgraph.kge.data.formats import KGData
+from distgraph.kge.train import worker
 from leaks import new_session
 from test_kge_train import _config
 

@@ -1,5 +1,5 @@
 """`kge train`, `kge dist-train` and `kge eval` end to end: one trainer code path
-(`kge.worker`) on the runtime, whatever the number of processes and machines.
+(`kge.train.worker`) on the runtime, whatever the number of processes and machines.
 
 - `kge train --num_proc 1`: the dataset is partitioned into one part (a temporary folder)
   and the trainer runs in this process on the standalone runtime.
@@ -29,9 +29,8 @@ from ..launch.ssh import SshOptions
 from .config import EvalConfig, TrainConfig
 from .data.formats import KGData
 from .data.partition import partition_folder, partition_kg
-from .events import EVENT, JOB_ENV, job_env
 from .prepare import prepare_eval, prepare_train
-from .report import Reporter
+from .report import EVENT, JOB_ENV, Reporter, job_env
 from .saved_model import next_model_dir
 
 SERVING = ": serving"
@@ -88,7 +87,7 @@ def _launch(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, workspa
     """Run the trainers as a job of the launcher; an error if one of them fails."""
     from ..launch import LaunchOptions, make_plan, run
 
-    opts = LaunchOptions(workspace=workspace, command=f"{sys.executable} -m distgraph.kge.worker",
+    opts = LaunchOptions(workspace=workspace, command=f"{sys.executable} -m distgraph.kge.train.worker",
                          part_config=part_config, ip_config=ip_config, num_trainers=trainers,
                          num_omp_threads=cfg.num_thread, ssh=ssh,
                          extra_envs=[f"{JOB_ENV}={job_env(cfg, None if save_dir is None else str(save_dir))}"])
@@ -128,7 +127,7 @@ def _standalone(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, par
     import torch
 
     from .. import distributed as dist
-    from .worker import run_trainer
+    from .train.worker import run_trainer
 
     if dist.is_initialized():
         raise InputError("kge train runs its own runtime; call it in a process that did not call "
