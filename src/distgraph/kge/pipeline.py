@@ -30,8 +30,8 @@ from .config import EvalConfig, TrainConfig
 from .data.formats import KGData
 from .data.partition import partition_folder, partition_kg
 from .prepare import prepare_eval, prepare_train
-from .report import EVENT, JOB_ENV, Reporter, job_env
 from .saved_model import next_model_dir
+from .train.report import EVENT, JOB_ENV, Reporter, job_env
 
 SERVING = ": serving"
 
@@ -175,7 +175,7 @@ def eval_kge(cfg: EvalConfig, out: TextIO | None = None) -> RunResult:
 
     try:
         reporter.t_trained = time.perf_counter()
-        reporter(("metrics", 0, "Test", rank_saved(cfg, inputs)))
+        reporter(("metrics", 0, "Test", rank_saved(cfg, inputs.saved, inputs.data)))
     finally:
         reporter.close()
     return RunResult(Path(cfg.model_path), None, reporter.test_time, None, reporter.results)

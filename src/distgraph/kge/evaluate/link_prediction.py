@@ -17,8 +17,9 @@ import torch
 from torch import Tensor
 
 from ..config import EvalConfig
+from ..data.formats import KGData
 from ..models import KGEModel, create_model
-from ..prepare import EvalInputs
+from ..saved_model import SavedModel
 from .metrics import metric_sums
 from .ranking import Queries, TripleFilter, ranks, shard_counts
 
@@ -63,10 +64,10 @@ def evaluate(model: KGEModel, rows: Rows, count: Count, relation_tables: list[st
     return metric_sums(torch.cat(out) if out else torch.empty(0))
 
 
-def rank_saved(cfg: EvalConfig, inputs: EvalInputs) -> dict[str, float]:
-    """`kge eval`'s metric sums of the checked `inputs` (`prepare.prepare_eval`) as `cfg` asks,
-    on --num_proc x --num_thread torch threads (restored after)."""
-    saved, data, t = inputs.saved, inputs.data, inputs.saved.cfg
+def rank_saved(cfg: EvalConfig, saved: SavedModel, data: KGData) -> dict[str, float]:
+    """`kge eval`'s metric sums of a saved model on its dataset's test triples, both checked
+    (`prepare.prepare_eval`), as `cfg` asks, on --num_proc x --num_thread torch threads (restored after)."""
+    t = saved.cfg
     model = create_model(t.model_name, t.hidden_dim, t.gamma, t.double_ent, t.double_rel)
     tables = {name: torch.from_numpy(rows) for name, rows in saved.tables.items()}
     known = torch.from_numpy(np.concatenate([a for a in (data.train, data.valid, data.test) if a is not None]))

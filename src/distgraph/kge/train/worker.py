@@ -4,11 +4,11 @@ machines of ip_config) alike.
 
 A trainer trains on its share of its machine's triples (the in-edges of the machine's
 entities in the KG partition: `kge.data.partition`), draws negatives from its machine's own
-entities (and a share from all entities), reads and updates rows through `KGETables` (rows of its machine in place, the
-others through their servers), ranks its share of the valid and test triples where the
-entity rows live (`kge.evaluate.ranking`), and reports what the parent prints as events: one JSON list
-per line on standard output (`kge.report`), or straight to a callable in-process. Trainer 0
-saves the embeddings in `kge train`'s layout, in the entities' original ids.
+entities (and a share from all entities), reads and updates rows through `KGETables` (rows of
+its machine in place, the others through their servers), ranks its share of the valid and test
+triples where the entity rows live (`kge.evaluate.ranking`), and reports what the parent prints
+as events: one JSON list per line on standard output (`report`), or straight to a callable
+in-process. Trainer 0 saves the embeddings in `kge train`'s layout, in the entities' original ids.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from ..data.formats import read_dict
 from ..evaluate.link_prediction import eval_share, evaluate
 from ..evaluate.ranking import Queries, ShardRanker, model_spec
 from ..models import KGEModel, create_model
-from ..report import emit_line, read_job
 from ..saved_model import nonfinite_rows, refuse_nonfinite, save_model
 from .loss import add_regularization_grad, kge_loss
+from .report import emit_line, read_job
 from .sampler import Batch, ChunkSampler
 from .tables import KGETables
 

@@ -18,8 +18,8 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from .config import TrainConfig
-from .evaluate.metrics import METRICS, combine
+from ..config import TrainConfig
+from ..evaluate.metrics import METRICS, combine
 
 JOB_ENV = "DISTGRAPH_KGE_JOB"  # the trainer's settings (JSON), from the parent
 EVENT = "@kge "
