@@ -47,8 +47,9 @@ def read_ids(path: str | Path, count: int, what: str, names: Names | None = None
         ids = names.ids(lines)
         unknown = np.flatnonzero(ids < 0)
         if unknown.size:
-            raise InputError(f"{path} line {unknown[0] + 1}: {str(lines[unknown[0]])!r} is not a {what} of {names.path} "
-                             f"({unknown.size} unknown); check the mapping file, or drop --raw_data for integer ids")
+            raise InputError(f"{path} line {unknown[0] + 1}: {str(lines[unknown[0]])!r} is not a {what} of "
+                             f"{names.path} ({unknown.size} unknown); check the mapping file, or drop --raw_data for "
+                             f"integer ids")
         return ids
     try:
         ids = lines.astype(np.int64)
@@ -81,7 +82,8 @@ class RunningTopK:
         if scores.numel() > self.k:  # a block's own top k first, keeping every score tied with its k-th
             keep = scores >= torch.topk(scores, self.k, sorted=False).values.min()
             scores, index = scores[keep], index[keep]
-        self.scores, self.index = _best(torch.cat([self.scores, scores.float()]), torch.cat([self.index, index]), self.k)
+        self.scores, self.index = _best(torch.cat([self.scores, scores.float()]), torch.cat([self.index, index]),
+                                        self.k)
 
 
 def row_topk(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:

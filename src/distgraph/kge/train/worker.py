@@ -54,8 +54,8 @@ _PROGRESS_SECONDS = 0.5
 # settings a resumed run shares with the run it continues (others, e.g. --max_step or logging, may change)
 MUST_MATCH = ("model_name", "dataset", "format", "data_files", "batch_size", "neg_sample_size", "neg_deg_sample",
               "neg_adversarial_sampling", "adversarial_temperature", "loss_genre", "pairwise", "margin", "hidden_dim",
-              "lr", "gamma", "double_ent", "double_rel", "regularization_coef", "regularization_norm", "num_proc", "seed",
-              "rel_part", "global_neg_share")
+              "lr", "gamma", "double_ent", "double_rel", "regularization_coef", "regularization_norm", "num_proc",
+              "seed", "rel_part", "global_neg_share")
 
 Emit = Callable[[tuple], None]
 
