@@ -200,10 +200,10 @@ def limit_loop(data_path: str, model_name: str, steps: int) -> float:
     Adagrad on the summed gradients of its distinct rows (the row kernel the servers use)."""
     import torch
 
-    from distgraph.kge.data import load_dataset
-    from distgraph.kge.loss import add_regularization_grad, kge_loss
+    from distgraph.kge.data.formats import load_dataset
     from distgraph.kge.models import create_model
-    from distgraph.kge.sampler import ChunkSampler
+    from distgraph.kge.train.loss import add_regularization_grad, kge_loss
+    from distgraph.kge.train.sampler import ChunkSampler
     from distgraph.kvstore import kernels
     from distgraph.malloc import keep_freed_memory
     from distgraph.optim.sparse import coalesce

@@ -21,7 +21,7 @@ from .distributed.partition_data import publish_partition_data
 from .distributed.policy import PolicyTable
 from .errors import DistGraphError, InputError
 from .files import make_private
-from .kge.ranking import rank_ops
+from .kge.evaluate.ranking import rank_ops
 from .kvstore.server import KVServer
 from .kvstore.shm import SegmentNamer
 from .kvstore.store import KVStore

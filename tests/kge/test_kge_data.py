@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from distgraph.errors import InputError
-from distgraph.kge.data import load_dataset, read_dict, write_dict
+from distgraph.kge.data.formats import load_dataset, read_dict, write_dict
 
 TRIPLES = [("a", "likes", "b"), ("b", "likes", "c"), ("c", "hates", "a"), ("d", "likes", "a")]
 
@@ -136,7 +136,7 @@ def test_bad_line_is_found_past_lines_with_trailing_tabs(tmp_path):
 
 
 def test_encodings_directories_and_byte_order_marks(tmp_path):
-    from distgraph.kge.data import load_dataset
+    from distgraph.kge.data.formats import load_dataset
 
     (tmp_path / "bom.txt").write_bytes("\ufeffa\tr\tb\nb\tr\tc\n".encode("utf-8"))
     data = load_dataset(tmp_path, "x", "raw_udd_hrt", ["bom.txt"])
@@ -150,7 +150,7 @@ def test_encodings_directories_and_byte_order_marks(tmp_path):
 
 
 def test_edge_importance_is_the_fourth_column_of_the_training_file(tmp_path):
-    from distgraph.kge.data import load_dataset
+    from distgraph.kge.data.formats import load_dataset
 
     (tmp_path / "tr.txt").write_text("a\tr\tb\t0.5\nb\tr\tc\t2\n")
     (tmp_path / "va.txt").write_text("a\tr\tc\n")

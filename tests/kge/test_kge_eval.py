@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from distgraph.errors import InputError
-from distgraph.kge import evaluate as ev
-from distgraph.kge import ranking
-from distgraph.kge.metrics import combine
+from distgraph.kge.evaluate import link_prediction as ev
+from distgraph.kge.evaluate import ranking
+from distgraph.kge.evaluate.metrics import combine, metric_sums
 from distgraph.kge.models import create_model
 
 
@@ -122,7 +122,7 @@ def test_non_finite_scores_rank_last():
     tables["relation"][:] = float("nan")  # every query's target is NaN, the candidates are finite
     got = _ranks(model, tables, kg, ranking.TripleFilter.build(3, kg), False)
     assert got.tolist() == [13] * len(kg)  # last of 12 entities, not first
-    sums = ev.metric_sums(got)
+    sums = metric_sums(got)
     assert sums["MRR"] / sums["count"] == pytest.approx(1 / 13)
 
 
@@ -149,7 +149,7 @@ def test_a_shard_with_non_finite_rows_is_refused_naming_how_many(bad):
 
 
 def test_metrics_from_ranks_and_combining_processes():
-    sums = [ev.metric_sums(torch.tensor([1, 2, 4])), ev.metric_sums(torch.tensor([10, 20]))]
+    sums = [metric_sums(torch.tensor([1, 2, 4])), metric_sums(torch.tensor([10, 20]))]
     got = combine(sums)
     ranks = [1, 2, 4, 10, 20]
     assert got["MRR"] == pytest.approx(sum(1 / r for r in ranks) / 5)

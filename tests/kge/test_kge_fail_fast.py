@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from distgraph.kge import TrainConfig
-from distgraph.kge.data import load_dataset
-from distgraph.kge.save import save_model
+from distgraph.kge.data.formats import load_dataset
+from distgraph.kge.saved_model import save_model
 
 E, R = 60, 3
 

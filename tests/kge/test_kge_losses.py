@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from distgraph.kge import train_kge
-from distgraph.kge.loss import kge_loss
+from distgraph.kge.train.loss import kge_loss
 from test_kge_train import _config
 
 

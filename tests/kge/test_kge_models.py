@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from distgraph.errors import InputError
-from distgraph.kge.loss import add_regularization_grad, kge_loss
 from distgraph.kge.models import MODELS, create_model
+from distgraph.kge.train.loss import add_regularization_grad, kge_loss
 from distgraph.kvstore.kernels import row_adagrad
 
 T = torch.tensor

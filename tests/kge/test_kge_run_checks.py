@@ -13,8 +13,9 @@ import pytest
 
 from distgraph.errors import InputError
 from distgraph.kge import TrainConfig, train_kge
-from distgraph.kge import prepare, worker
-from distgraph.kge.data import KGData
+from distgraph.kge import prepare
+from distgraph.kge.data.formats import KGData
+from distgraph.kge.train import worker
 from leaks import new_session
 from test_kge_train import _config
 
@@ -103,14 +104,14 @@ def test_a_trained_model_with_non_finite_rows_is_refused_and_not_saved(tmp_path,
 
 
 def test_non_finite_rows_are_counted_block_by_block(monkeypatch):
-    from distgraph.kge import finite
+    from distgraph.kge import saved_model
 
-    monkeypatch.setattr(finite, "_BLOCK_ROWS", 4)
+    monkeypatch.setattr(saved_model, "_BLOCK_ROWS", 4)
     table = np.zeros((10, 3), dtype=np.float32)
     table[[0, 3, 4, 9], [0, 2, 1, 1]] = [np.nan, np.inf, -np.inf, np.nan]
     table[9, 0] = np.nan  # two bad entries, one row
-    assert finite.nonfinite_rows(table) == 4
-    assert finite.nonfinite_rows(table[:0]) == 0 and finite.nonfinite_rows(table[5:9]) == 0
-    finite.check_finite({"entity": table[5:9]}, "here")
+    assert saved_model.nonfinite_rows(table) == 4
+    assert saved_model.nonfinite_rows(table[:0]) == 0 and saved_model.nonfinite_rows(table[5:9]) == 0
+    saved_model.check_finite({"entity": table[5:9]}, "here")
     with pytest.raises(InputError, match="^here: 4 of the 10 rows of the entity table are not finite"):
-        finite.check_finite({"entity": table, "relation": table[5:9]}, "here")
+        saved_model.check_finite({"entity": table, "relation": table[5:9]}, "here")

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from distgraph.kge import TrainConfig, train_kge
-from distgraph.kge.data import load_dataset
+from distgraph.kge.data.formats import load_dataset
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 

@@ -10,8 +10,8 @@ import torch
 
 from distgraph.errors import DistGraphError, InputError
 from distgraph.kge import EvalConfig, TrainConfig, eval_kge, train_kge
-from distgraph.kge.sampler import ChunkSampler, chunk_layout
-from distgraph.kge.save import load_model
+from distgraph.kge.saved_model import load_model
+from distgraph.kge.train.sampler import ChunkSampler, chunk_layout
 
 DOUBLE = {"ComplEx": (True, True), "SimplE": (True, True), "RotatE": (True, False)}
 

@@ -173,9 +173,8 @@ def train_command(args: argparse.Namespace) -> int:
 
 def partition_command(args: argparse.Namespace) -> int:
     """`distgraph kge partition`."""
-    from ..kge.data import load_dataset
-    from ..kge.partition import partition_kg
-    from ..kge.pipeline import partition_folder
+    from ..kge.data.formats import load_dataset
+    from ..kge.data.partition import partition_folder, partition_kg
     from ..kge.prepare import data_warnings, say
     from ..partition.parts import positive_int
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InputError
-from ..kge.emb_sim import EXEC_MODES as SIM_MODES, SIM_FUNCS, EmbSimConfig
-from ..kge.predict import EXEC_MODES, SCORE_FUNCS, PredictConfig
+from ..kge.infer.config import PREDICT_MODES, SCORE_FUNCS, SIM_FUNCS, SIM_MODES, EmbSimConfig, PredictConfig
 
 
 def _common(p: argparse.ArgumentParser, modes: tuple, default_mode: str) -> None:
@@ -28,7 +27,7 @@ def register(sub) -> None:
     p.add_argument("--model_path", required=True, help="folder written by `kge train` (holds config.json)")
     p.add_argument("--format", required=True, help="h_r_t, h_r_*, h_*_t, *_r_t, h_*_*, *_r_* or *_*_t "
                                                    "(*: every entity or relation)")
-    _common(p, EXEC_MODES, "all")
+    _common(p, PREDICT_MODES, "all")
     p.add_argument("--score_func", default="none", help=f"{' or '.join(SCORE_FUNCS)} (default none)")
     p.add_argument("--entity_mfile", help="entity id mapping (default MODEL_PATH/entities.dict)")
     p.add_argument("--rel_mfile", help="relation id mapping (default MODEL_PATH/relations.dict)")
@@ -54,8 +53,8 @@ def predict_command(args: argparse.Namespace) -> int:
     cfg = PredictConfig(args.model_path, args.format, args.data_files, args.raw_data, args.exec_mode, args.topk,
                         args.score_func, args.output, args.entity_mfile, args.rel_mfile)
     cfg.check()
-    from ..kge.infer_io import write_tsv
-    from ..kge.predict import predict
+    from ..kge.infer.predict import predict
+    from ..kge.infer.query import write_tsv
 
     columns = predict(cfg)
     write_tsv(cfg.output, columns)
@@ -69,8 +68,8 @@ def emb_sim_command(args: argparse.Namespace) -> int:
     cfg = EmbSimConfig(args.emb_file, args.format, args.data_files, args.raw_data, args.exec_mode, args.topk,
                        args.sim_func, args.output, args.mfile)
     cfg.check()
-    from ..kge.emb_sim import emb_sim
-    from ..kge.infer_io import write_tsv
+    from ..kge.infer.emb_sim import emb_sim
+    from ..kge.infer.query import write_tsv
 
     columns = emb_sim(cfg)
     write_tsv(cfg.output, columns)

@@ -1,5 +1,5 @@
 """`kge train`, `kge dist-train` and `kge eval` end to end: one trainer code path
-(`kge.worker`) on the runtime, whatever the number of processes and machines.
+(`kge.train.worker`) on the runtime, whatever the number of processes and machines.
 
 - `kge train --num_proc 1`: the dataset is partitioned into one part (a temporary folder)
   and the trainer runs in this process on the standalone runtime.
@@ -27,12 +27,11 @@ from typing import TextIO
 from ..errors import DistGraphError, InputError
 from ..launch.ssh import SshOptions
 from .config import EvalConfig, TrainConfig
-from .data import KGData
-from .events import EVENT, JOB_ENV, job_env
-from .partition import partition_kg
+from .data.formats import KGData
+from .data.partition import partition_folder, partition_kg
 from .prepare import prepare_eval, prepare_train
-from .report import Reporter
-from .save import next_model_dir
+from .saved_model import next_model_dir
+from .train.report import EVENT, JOB_ENV, Reporter, job_env
 
 SERVING = ": serving"
 
@@ -58,11 +57,6 @@ class DistOptions:
     num_client_proc: int = 1
     part_config: str | None = None  # default: <data_path>/<dataset>/partitions/<dataset>.json
     ssh: SshOptions = field(default_factory=SshOptions)
-
-
-def partition_folder(data_path: str | Path, dataset: str) -> Path:
-    """Where `kge partition` writes a dataset's partition (and `kge dist-train` looks for it)."""
-    return Path(data_path) / dataset / "partitions"
 
 
 def _describe(data: KGData, seconds: float) -> str:
@@ -93,7 +87,7 @@ def _launch(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, workspa
     """Run the trainers as a job of the launcher; an error if one of them fails."""
     from ..launch import LaunchOptions, make_plan, run
 
-    opts = LaunchOptions(workspace=workspace, command=f"{sys.executable} -m distgraph.kge.worker",
+    opts = LaunchOptions(workspace=workspace, command=f"{sys.executable} -m distgraph.kge.train.worker",
                          part_config=part_config, ip_config=ip_config, num_trainers=trainers,
                          num_omp_threads=cfg.num_thread, ssh=ssh,
                          extra_envs=[f"{JOB_ENV}={job_env(cfg, None if save_dir is None else str(save_dir))}"])
@@ -133,7 +127,7 @@ def _standalone(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, par
     import torch
 
     from .. import distributed as dist
-    from .worker import run_trainer
+    from .train.worker import run_trainer
 
     if dist.is_initialized():
         raise InputError("kge train runs its own runtime; call it in a process that did not call "
@@ -177,11 +171,11 @@ def eval_kge(cfg: EvalConfig, out: TextIO | None = None) -> RunResult:
     inputs = prepare_eval(cfg)
     reporter = Reporter(1, 0, out=out)
     reporter.write(_describe(inputs.data, time.perf_counter() - t0))
-    from .evaluate_saved import rank_saved  # torch: only once everything is checked
+    from .evaluate.link_prediction import rank_saved  # torch: only once everything is checked
 
     try:
         reporter.t_trained = time.perf_counter()
-        reporter(("metrics", 0, "Test", rank_saved(cfg, inputs)))
+        reporter(("metrics", 0, "Test", rank_saved(cfg, inputs.saved, inputs.data)))
     finally:
         reporter.close()
     return RunResult(Path(cfg.model_path), None, reporter.test_time, None, reporter.results)

@@ -15,8 +15,8 @@ import numpy as np
 
 from ..errors import InputError
 from .config import EvalConfig, TrainConfig
-from .data import KGData, load_dataset
-from .save import SavedModel, load_model
+from .data.formats import KGData, load_dataset
+from .saved_model import SavedModel, load_model
 
 
 def say(text: str) -> None:

@@ -6,45 +6,20 @@ computed a block of left rows at a time and the K best kept as blocks come."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ..errors import InputError
-from .infer_checks import check_query
+import numpy as np
+import torch
 
-if TYPE_CHECKING:
-    import numpy as np
+from ...errors import InputError
+from .config import EmbSimConfig
+from .query import Names, RunningTopK, read_ids, row_topk
 
-FORMATS = ("l_r", "l_*", "*_r", "*")
-EXEC_MODES = ("pairwise", "all", "batch_left")
-SIM_FUNCS = ("cosine", "l2", "l1", "dot", "ext_jaccard")
-BLOCK = 1 << 22
+BLOCK = 1 << 22  # similarities computed at once
 
 
-@dataclass
-class EmbSimConfig:
-    emb_file: str
-    format: str
-    data_files: list[str]
-    raw_data: bool = False
-    exec_mode: str = "all"
-    topk: int = 10
-    sim_func: str = "cosine"
-    output: str = "result.tsv"
-    mfile: str | None = None
-
-    def check(self) -> None:
-        check_query(self.format, FORMATS, self.exec_mode, EXEC_MODES, self.topk, self.data_files,
-                    ("--sim_func", self.sim_func, SIM_FUNCS))
-        if self.exec_mode == "pairwise" and self.format != "l_r":
-            raise InputError("--exec_mode pairwise compares the i-th left with the i-th right object: use --format l_r")
-
-
-def similarity(x, y, func: str, pairwise: bool = False):
+def similarity(x: torch.Tensor, y: torch.Tensor, func: str, pairwise: bool = False) -> torch.Tensor:
     """Similarities (len(x), len(y)) of every row of x with every row of y, or of x[i] with y[i]."""
-    import torch
-
     if func in ("l1", "l2"):
         p = 1 if func == "l1" else 2
         return -(torch.linalg.vector_norm(x - y, ord=p, dim=-1) if pairwise
@@ -58,21 +33,9 @@ def similarity(x, y, func: str, pairwise: bool = False):
     return dot / (nx * ny) if func == "cosine" else dot / (nx ** 2 + ny ** 2 - dot)
 
 
+@torch.no_grad()
 def emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
     """The result columns (left, right, score) of `cfg`, names with --raw_data."""
-    import torch
-
-    with torch.no_grad():
-        return _emb_sim(cfg)
-
-
-def _emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
-    import numpy as np
-    import torch
-
-    from .infer_io import Names, read_ids
-    from .topk import RunningTopK, row_topk
-
     cfg.check()
     path = Path(cfg.emb_file)
     if not path.is_file():

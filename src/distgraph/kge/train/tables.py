@@ -11,12 +11,12 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..distributed import DistTensor, Uniform, node_policy_str, table_policy_str
-from ..distributed.dist_tensor import start_pull
-from ..kvstore.client import PendingPull
-from ..optim.row_adagrad import RowAdagrad
-from ..optim.sparse import coalesce
-from .models import KGEModel
+from ...distributed import DistTensor, Uniform, node_policy_str, table_policy_str
+from ...distributed.dist_tensor import start_pull
+from ...kvstore.client import PendingPull
+from ...optim.row_adagrad import RowAdagrad
+from ...optim.sparse import coalesce
+from ..models import KGEModel
 
 PREFIX = "kge~"
 

@@ -10,53 +10,24 @@ As in DGL-KE, `--score_func none` scores without the margin gamma (TransE's scor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ..errors import InputError
-from .infer_checks import check_query
+import numpy as np
+import torch
 
-if TYPE_CHECKING:
-    import numpy as np
+from ...errors import InputError
+from ..models import create_model
+from ..saved_model import load_model
+from .config import PredictConfig
+from .query import Names, RunningTopK, read_ids, row_topk
 
-FORMATS = ("h_r_t", "h_r_*", "h_*_t", "*_r_t", "h_*_*", "*_r_*", "*_*_t")
-EXEC_MODES = ("triplet_wise", "all", "batch_head", "batch_rel", "batch_tail")
-SCORE_FUNCS = ("none", "logsigmoid")
 BLOCK = 1 << 22  # scores computed at once
-
-
-@dataclass
-class PredictConfig:
-    model_path: str
-    format: str
-    data_files: list[str]
-    raw_data: bool = False
-    exec_mode: str = "all"
-    topk: int = 10
-    score_func: str = "none"
-    output: str = "result.tsv"
-    entity_mfile: str | None = None
-    rel_mfile: str | None = None
-
-    def check(self) -> None:
-        """Refuse settings DGL-KE's command would trip on, before anything is loaded."""
-        check_query(self.format, FORMATS, self.exec_mode, EXEC_MODES, self.topk, self.data_files,
-                    ("--score_func", self.score_func, SCORE_FUNCS))
-        if self.exec_mode == "triplet_wise" and self.format != "h_r_t":
-            raise InputError("--exec_mode triplet_wise scores the i-th head, relation and tail together: "
-                             "use --format h_r_t")
 
 
 class Scorer:
     """Scores of a saved model: blocks of heads x one relation x tails, or triples."""
 
     def __init__(self, model_path: str | Path, score_func: str):
-        import torch
-
-        from .models import create_model
-        from .save import load_model
-
         saved = load_model(model_path)  # numpy tables, checked finite
         t = saved.cfg
         self.saved = saved
@@ -68,9 +39,7 @@ class Scorer:
             self.model.gamma = 0.0  # the distance itself (RotatE keeps its trained phase scale, emb_init)
         self.logsigmoid = score_func == "logsigmoid"
 
-    def _finish(self, s):
-        import torch
-
+    def _finish(self, s: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.logsigmoid(s) if self.logsigmoid else s
 
     def block(self, heads, rel: int, tails):
@@ -87,11 +56,6 @@ class Scorer:
 
 def _lists(cfg: PredictConfig, scorer: Scorer):
     """The head, relation and tail id lists (all ids for `*`)."""
-    import numpy as np
-    import torch
-
-    from .infer_io import Names, read_ids
-
     counts = {"h": len(scorer.saved.entities), "r": len(scorer.saved.relations), "t": len(scorer.saved.entities)}
     entity_map = cfg.entity_mfile or Path(cfg.model_path) / "entities.dict"
     rel_map = cfg.rel_mfile or Path(cfg.model_path) / "relations.dict"
@@ -107,19 +71,9 @@ def _lists(cfg: PredictConfig, scorer: Scorer):
     return out["h"], out["r"], out["t"], names
 
 
+@torch.no_grad()
 def predict(cfg: PredictConfig) -> dict[str, np.ndarray]:
     """The result columns (head, rel, tail, score) of `cfg`, names with --raw_data."""
-    import torch
-
-    with torch.no_grad():
-        return _predict(cfg)
-
-
-def _predict(cfg: PredictConfig) -> dict[str, np.ndarray]:
-    import torch
-
-    from .topk import RunningTopK, row_topk
-
     cfg.check()
     scorer = Scorer(cfg.model_path, cfg.score_func)
     H, R, T, names = _lists(cfg, scorer)

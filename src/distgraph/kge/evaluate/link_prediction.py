@@ -1,40 +1,37 @@
 """Link-prediction evaluation: each triple ranked against every entity (or, with
 --neg_sample_size_eval N, against N sampled ones), head side and tail side, with the known
-triples filtered out unless --no_eval_filter; MRR, MR and HITS@1/3/10.
+triples filtered out unless --no_eval_filter; MRR, MR and HITS@1/3/10 (`metrics`).
 
 Where the counting happens is the caller's: a trainer asks its own machine's shard and the
-other machines' servers (`ranking`), `kge eval` counts on the whole table in its process;
-both come here for the queries, the candidates and the metrics.
+other machines' servers (`ranking`); `kge eval` (`rank_saved`) counts on the whole table of a
+saved model as one shard, in its process; both come here for the queries, the candidates and
+the metrics.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from .metrics import HITS
-from .models import KGEModel
-from .ranking import Queries, ranks
+from ..config import EvalConfig
+from ..data.formats import KGData
+from ..models import KGEModel, create_model
+from ..saved_model import SavedModel
+from .metrics import metric_sums
+from .ranking import Queries, TripleFilter, ranks, shard_counts
 
 Rows = Callable[[str, Tensor], Tensor]  # (table, ids) -> rows
 Count = Callable[[Queries, Tensor | None], Tensor]  # (queries, candidates or None: all) -> counts per query
 
 
-def metric_sums(r: Tensor) -> dict[str, float]:
-    """Sums of MRR, MR and HITS@k over ranks, plus their count, so processes can be combined."""
-    r = r.double()
-    out = {"MRR": float((1.0 / r).sum()), "MR": float(r.sum())}
-    out.update({f"HITS@{k}": float((r <= k).sum()) for k in HITS})
-    out["count"] = float(len(r))
-    return out
-
-
 def eval_share(triples: Tensor, percent: float, rank: int, world: int, seed: int) -> Tensor:
     """This trainer's share of a random `percent` of the triples (the same sample on every trainer)."""
     if percent < 1.0:
-        keep = torch.randperm(len(triples), generator=torch.Generator().manual_seed(seed))[:max(1, int(len(triples) * percent))]
+        n = max(1, int(len(triples) * percent))
+        keep = torch.randperm(len(triples), generator=torch.Generator().manual_seed(seed))[:n]
         triples = triples[keep.sort().values]
     return triples.tensor_split(world)[rank]
 
@@ -65,3 +62,32 @@ def evaluate(model: KGEModel, rows: Rows, count: Count, relation_tables: list[st
             total = n_entities if candidates is None else len(candidates)
             out.append(ranks(count(q, candidates), q.target, total))
     return metric_sums(torch.cat(out) if out else torch.empty(0))
+
+
+def rank_saved(cfg: EvalConfig, saved: SavedModel, data: KGData) -> dict[str, float]:
+    """`kge eval`'s metric sums of a saved model on its dataset's test triples, both checked
+    (`prepare.prepare_eval`), as `cfg` asks, on --num_proc x --num_thread torch threads (restored after)."""
+    t = saved.cfg
+    model = create_model(t.model_name, t.hidden_dim, t.gamma, t.double_ent, t.double_rel)
+    tables = {name: torch.from_numpy(rows) for name, rows in saved.tables.items()}
+    known = torch.from_numpy(np.concatenate([a for a in (data.train, data.valid, data.test) if a is not None]))
+    filt = None if cfg.no_eval_filter else TripleFilter.build(data.n_relations, known)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    train = torch.from_numpy(data.train)
+
+    def draw(size: int) -> torch.Tensor:
+        if cfg.neg_deg_sample_eval:
+            pick = torch.randint(0, len(train), (size,), generator=gen)
+            return train[pick, torch.randint(0, 2, (size,), generator=gen) * 2]
+        return torch.randint(0, data.n_entities, (size,), generator=gen)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.num_proc * cfg.num_thread)
+    try:
+        return evaluate(model, lambda name, ids: tables[name][ids],
+                        lambda q, cand: shard_counts(model, q, tables["entity"], 0, filt, cand),
+                        [n for n in tables if n != "entity"],
+                        eval_share(torch.from_numpy(data.test), cfg.eval_percent, 0, 1, cfg.seed), data.n_entities,
+                        cfg.batch_size_eval, cfg.neg_sample_size_eval, draw)
+    finally:
+        torch.set_num_threads(threads)

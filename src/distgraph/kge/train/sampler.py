@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..errors import InputError
+from ...errors import InputError
 
 
 @dataclass

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..array_graph import ArrayGraph
-from ..partition import PartitionStats, partition_graph
-from ..partition.layout import PartitionConfig
-from .data import KGData, write_dict
+from ...array_graph import ArrayGraph
+from ...partition import PartitionStats, partition_graph
+from ...partition.layout import PartitionConfig
+from .formats import KGData, write_dict
 
 KEY = "kge"
 FORMAT_VERSION = 1
@@ -43,6 +43,11 @@ class KGPartitionStats:
     def imbalance(self) -> float:
         """Most triples on one machine over the mean (1.0: perfect balance)."""
         return PartitionStats.imbalance(self.triples_per_part)
+
+
+def partition_folder(data_path: str | Path, dataset: str) -> Path:
+    """Where `kge partition` writes a dataset's partition (and `kge dist-train` looks for it)."""
+    return Path(data_path) / dataset / "partitions"
 
 
 def kg_graph(data: KGData, importance: np.ndarray | None = None) -> ArrayGraph:

@@ -1,12 +1,19 @@
-"""Trained models on disk, in `dglke_train`'s layout.
+"""Trained models on disk, in `dglke_train`'s layout, and the check that their tables are finite.
 
 `<save_path>/<model>_<dataset>_<n>/` holds `<dataset>_<model>_entity.npy`,
 `<dataset>_<model>_relation.npy` (and `<dataset>_<model>projection.npy` for TransR), the
-entity and relation dictionaries (`entities.dict`, `relations.dict`: `id<TAB>name`) and
-`config.json` with every training setting, so `kge eval` can rebuild the model; and
-`entities.parquet` / `relations.parquet`: id, name and embedding of each (`result_tables.py`).
-Reading needs numpy only: `kge eval` checks a model (its settings, files, sizes, finite rows)
-before importing torch.
+entity and relation dictionaries (`entities.dict`, `relations.dict`: `id<TAB>name`),
+`config.json` with every training setting, so `kge eval` can rebuild the model, and
+`entities.parquet` / `relations.parquet`: each entity's and relation's id, its name in the
+input and its embedding, one row each in id order, so a user joins the embeddings to their
+own tables by name.
+
+Tables with non-finite rows are refused, naming how many rows and which table: a NaN score is
+never >= the true entity's, so ranking against NaN rows would count them as beaten and raise
+the MRR of a model that diverged. `load_model` checks the saved tables, a run checks its
+tables when training ends (before saving), and each ranked shard is checked where it lives.
+Everything here needs numpy only (a CPU tensor's `.numpy()` is a view): `kge eval` checks a
+model (its settings, files, sizes, finite rows) before importing torch.
 """
 
 from __future__ import annotations
@@ -20,13 +27,35 @@ import numpy as np
 from ..errors import InputError
 from ..files import private_files
 from .config import TrainConfig, check_model, table_widths
-from .data import read_dict, write_dict
-from .finite import check_finite
-from .result_tables import write_result_tables
+from .data.formats import read_dict, write_dict
 
 _SUFFIX = {"entity": "_entity", "relation": "_relation", "projection": "projection"}
 ENTITY_DICT = "entities.dict"
 RELATION_DICT = "relations.dict"
+ENTITY_TABLE = "entities.parquet"
+RELATION_TABLE = "relations.parquet"
+_BLOCK_ROWS = 1 << 16  # rows checked for finite values at once: a bounded temporary whatever the table's size
+
+
+def nonfinite_rows(table: np.ndarray) -> int:
+    """Rows of a 2-D table holding a NaN or an infinity."""
+    return sum(int((~np.isfinite(table[i:i + _BLOCK_ROWS])).any(axis=1).sum())
+               for i in range(0, len(table), _BLOCK_ROWS))
+
+
+def refuse_nonfinite(counts: dict[str, int], rows: dict[str, int], where: str) -> None:
+    """One error naming each table with non-finite rows (`counts`) and its size (`rows`), if any."""
+    bad = [f"{counts[name]:,} of the {rows[name]:,} rows of the {name} table" for name in counts if counts[name]]
+    if bad:
+        raise InputError(f"{where}: {' and '.join(bad)} are not finite (NaN or infinite): the training diverged, "
+                         f"and rankings against such rows mean nothing; train again with a lower --lr (or a "
+                         f"smaller --regularization_coef)")
+
+
+def check_finite(tables: dict[str, np.ndarray], where: str) -> None:
+    """Refuse `tables` (name -> rows) if any row is not finite."""
+    refuse_nonfinite({n: nonfinite_rows(t) for n, t in tables.items()}, {n: len(t) for n, t in tables.items()},
+                     where)
 
 
 def next_model_dir(save_path: str | Path, model_name: str, dataset: str) -> Path:
@@ -43,6 +72,31 @@ def _table_file(path: Path, cfg: TrainConfig, table: str) -> Path:
     return path / f"{cfg.dataset}_{cfg.model_name}{_SUFFIX[table]}.npy"
 
 
+def _parquet_table(names: list[str], columns: dict[str, np.ndarray]):
+    import pyarrow as pa
+
+    arrays = {"id": pa.array(np.arange(len(names), dtype=np.int64)), "name": pa.array(names, type=pa.string())}
+    for key, a in columns.items():
+        a = np.ascontiguousarray(a, dtype=np.float32).reshape(len(names), -1)
+        arrays[key] = pa.FixedSizeListArray.from_arrays(pa.array(a.reshape(-1)), a.shape[1])
+    return pa.table(arrays)
+
+
+def _write_result_tables(path: Path, tables: dict, entities: list[str], relations: list[str]) -> None:
+    """The two Parquet tables of a model whose `tables` are {"entity", "relation"[, "projection"]}:
+    the entities' `emb`, the relations' `emb` (and TransR's `projection`, flattened)."""
+    import pyarrow.parquet as pq
+
+    def rows(t) -> np.ndarray:
+        return t.numpy() if hasattr(t, "numpy") else np.asarray(t)
+
+    pq.write_table(_parquet_table(entities, {"emb": rows(tables["entity"])}), Path(path) / ENTITY_TABLE)
+    if "relation" in tables:  # (a model saved without it is refused when read back)
+        rel = {"emb": rows(tables["relation"]), **({"projection": rows(tables["projection"])} if "projection" in tables
+                                                   else {})}
+        pq.write_table(_parquet_table(relations, rel), Path(path) / RELATION_TABLE)
+
+
 @private_files()
 def save_model(path: Path, cfg: TrainConfig, tables: dict[str, np.ndarray], entities: list[str],
                relations: list[str]) -> None:
@@ -52,7 +106,7 @@ def save_model(path: Path, cfg: TrainConfig, tables: dict[str, np.ndarray], enti
         np.save(_table_file(path, cfg, name), np.asarray(table))
     write_dict(path / ENTITY_DICT, entities)
     write_dict(path / RELATION_DICT, relations)
-    write_result_tables(path, tables, entities, relations)
+    _write_result_tables(path, tables, entities, relations)
     conf = cfg.to_dict()
     conf.update(n_entities=len(entities), n_relations=len(relations), emap_file=ENTITY_DICT,
                 rmap_file=RELATION_DICT)

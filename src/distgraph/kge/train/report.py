@@ -1,19 +1,48 @@
-"""Prints what the workers report, in DGL-KE's wording, and keeps the figures of the run."""
+"""How a KGE trainer reports to the command that started it, and what the command prints.
+
+A launched trainer gets the job's settings in one environment variable and sends events
+(progress, logs, metrics) as JSON lines on its standard output behind `EVENT`; a trainer in
+the command's own process calls the `Reporter` straight. The `Reporter` prints them in
+DGL-KE's wording and keeps the figures of the run. No torch: the command need not import it.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import TextIO
 
 from tqdm import tqdm
 
-from .metrics import METRICS, combine
+from ..config import TrainConfig
+from ..evaluate.metrics import METRICS, combine
+
+JOB_ENV = "DISTGRAPH_KGE_JOB"  # the trainer's settings (JSON), from the parent
+EVENT = "@kge "
+
+
+def job_env(cfg: TrainConfig, save_dir: str | None) -> str:
+    """The value of JOB_ENV for `cfg`."""
+    return json.dumps({"cfg": asdict(cfg), "save_dir": save_dir})
+
+
+def read_job() -> tuple[TrainConfig, str | None]:
+    """The settings and save folder a launched trainer was given in JOB_ENV."""
+    job = json.loads(os.environ[JOB_ENV])
+    return TrainConfig(**job["cfg"]), job["save_dir"]
+
+
+def emit_line(msg: tuple) -> None:
+    """Send one event to the starting process."""
+    print(EVENT + json.dumps(list(msg)), flush=True)
 
 
 class Reporter:
-    """Message handler for `run_tasks`: training logs, a progress bar, evaluation results, timings."""
+    """Handler of the trainers' events: training logs, a progress bar, evaluation results, timings."""
 
     def __init__(self, num_proc: int, max_step: int, on_trained: Callable[[], None] | None = None,
                  out: TextIO | None = None, began: float | None = None):

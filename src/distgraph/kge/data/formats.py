@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 
 BUILTIN = ("FB15k", "FB15k-237", "wn18", "wn18rr", "Freebase")
 ORDERS = tuple("".join(p) for p in permutations("hrt"))
@@ -173,7 +173,8 @@ def _columns(files: list[Path], delimiter: str, importance: bool) -> tuple[list[
 
 
 def _read_named(files: list[Path], order: str, delimiter: str, entities: list[str] | None,
-                relations: list[str] | None, importance: bool = False) -> tuple[list[str], list[str], list, np.ndarray | None]:
+                relations: list[str] | None,
+                importance: bool = False) -> tuple[list[str], list[str], list, np.ndarray | None]:
     """Triples of names; dictionaries are built in first-appearance order unless given."""
     cols, weights = _columns(files, delimiter, importance)
     hrt = [[c[order.index(k)] for k in "hrt"] for c in cols]

@@ -20,13 +20,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..errors import InputError
-from ..kvstore.handler import field
-from ..kvstore.store import KVStore
-from ..partition.layout import PartitionConfig
-from ..rpc.wire import WireError
-from .finite import check_finite
-from .models import KGEModel, create_model
+from ...errors import InputError
+from ...kvstore.handler import field
+from ...kvstore.store import KVStore
+from ...partition.layout import PartitionConfig
+from ...rpc.wire import WireError
+from ..models import KGEModel, create_model
+from ..saved_model import check_finite
 
 # Candidates scored at once: at most _MAX_BLOCK (a block of 4096 x 200 floats stays in cache
 # for its matmul), fewer when a model's (batch x block x dim) temporaries would pass 64 MB.

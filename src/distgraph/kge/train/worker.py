@@ -3,12 +3,12 @@ process, or one machine's job of --num_proc trainers) and `kge dist-train` (a jo
 machines of ip_config) alike.
 
 A trainer trains on its share of its machine's triples (the in-edges of the machine's
-entities in the KG partition: `kge.partition`), draws negatives from its machine's own
-entities (and a share from all entities), reads and updates rows through `KGETables` (rows of its machine in place, the
-others through their servers), ranks its share of the valid and test triples where the
-entity rows live (`ranking`), and reports what the parent prints as events: one JSON list
-per line on standard output (`kge.events`), or straight to a callable in-process. Trainer 0
-saves the embeddings in `kge train`'s layout, in the entities' original ids.
+entities in the KG partition: `kge.data.partition`), draws negatives from its machine's own
+entities (and a share from all entities), reads and updates rows through `KGETables` (rows of
+its machine in place, the others through their servers), ranks its share of the valid and test
+triples where the entity rows live (`kge.evaluate.ranking`), and reports what the parent prints
+as events: one JSON list per line on standard output (`report`), or straight to a callable
+in-process. Trainer 0 saves the embeddings in `kge train`'s layout, in the entities' original ids.
 """
 
 from __future__ import annotations
@@ -29,25 +29,24 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..distributed import exit_client, get_context, initialize
-from ..distributed.checkpoint import CheckpointDir
-from ..distributed.runtime import all_gather, barrier
-from ..errors import DistGraphError, InputError
-from ..kvstore.client import PendingPull
-from ..malloc import keep_freed_memory
-from ..optim.row_adagrad import run_each
-from ..partition import load_partition
-from ..partition.layout import PartitionConfig
-from .config import TrainConfig, field_defaults
-from .data import read_dict
-from .events import emit_line, read_job
-from .evaluate import eval_share, evaluate
-from .finite import nonfinite_rows, refuse_nonfinite
+from ...distributed import exit_client, get_context, initialize
+from ...distributed.checkpoint import CheckpointDir
+from ...distributed.runtime import all_gather, barrier
+from ...errors import DistGraphError, InputError
+from ...kvstore.client import PendingPull
+from ...malloc import keep_freed_memory
+from ...optim.row_adagrad import run_each
+from ...partition import load_partition
+from ...partition.layout import PartitionConfig
+from ..config import TrainConfig, field_defaults
+from ..data.formats import read_dict
+from ..evaluate.link_prediction import eval_share, evaluate
+from ..evaluate.ranking import Queries, ShardRanker, model_spec
+from ..models import KGEModel, create_model
+from ..saved_model import nonfinite_rows, refuse_nonfinite, save_model
 from .loss import add_regularization_grad, kge_loss
-from .models import KGEModel, create_model
-from .ranking import Queries, ShardRanker, model_spec
+from .report import emit_line, read_job
 from .sampler import Batch, ChunkSampler
-from .save import save_model
 from .tables import KGETables
 
 STATS = ("loss", "pos_loss", "neg_loss", "regularization", "pos_score", "neg_score")
@@ -55,8 +54,8 @@ _PROGRESS_SECONDS = 0.5
 # settings a resumed run shares with the run it continues (others, e.g. --max_step or logging, may change)
 MUST_MATCH = ("model_name", "dataset", "format", "data_files", "batch_size", "neg_sample_size", "neg_deg_sample",
               "neg_adversarial_sampling", "adversarial_temperature", "loss_genre", "pairwise", "margin", "hidden_dim",
-              "lr", "gamma", "double_ent", "double_rel", "regularization_coef", "regularization_norm", "num_proc", "seed",
-              "rel_part", "global_neg_share")
+              "lr", "gamma", "double_ent", "double_rel", "regularization_coef", "regularization_norm", "num_proc",
+              "seed", "rel_part", "global_neg_share")
 
 Emit = Callable[[tuple], None]
 
@@ -311,7 +310,7 @@ def run_trainer(cfg: TrainConfig, save_dir: str | None, emit: Emit) -> None:
 
 
 def main() -> int:
-    """`python -m distgraph.kge.worker`: a trainer of a launched KGE job."""
+    """`python -m distgraph.kge.train.worker`: a trainer of a launched KGE job."""
     try:
         cfg, save_dir = read_job()
         initialize()

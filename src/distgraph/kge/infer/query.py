@@ -1,5 +1,7 @@
-"""Inputs and outputs of `kge predict` and `kge emb-sim` in DGL-KE's forms: lists of ids (or, with
-`--raw_data`, of names looked up in an `id<TAB>name` dictionary), one a line; results as a
+"""What `kge predict` and `kge emb-sim` do alike with a query, in DGL-KE's forms: its lists of ids
+read (or, with `--raw_data`, of names looked up in an `id<TAB>name` dictionary), one a line; the K
+best of its scores kept as blocks of them come, ties going to the smaller flat index so that a
+result does not depend on how the set was cut into blocks; and its result written as a
 tab-separated file with a header line."""
 
 from __future__ import annotations
@@ -7,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import torch
 
-from ..errors import InputError
-from .data import read_dict
+from ...errors import InputError
+from ..data.formats import read_dict
 
 
 class Names:
@@ -44,8 +47,9 @@ def read_ids(path: str | Path, count: int, what: str, names: Names | None = None
         ids = names.ids(lines)
         unknown = np.flatnonzero(ids < 0)
         if unknown.size:
-            raise InputError(f"{path} line {unknown[0] + 1}: {str(lines[unknown[0]])!r} is not a {what} of {names.path} "
-                             f"({unknown.size} unknown); check the mapping file, or drop --raw_data for integer ids")
+            raise InputError(f"{path} line {unknown[0] + 1}: {str(lines[unknown[0]])!r} is not a {what} of "
+                             f"{names.path} ({unknown.size} unknown); check the mapping file, or drop --raw_data for "
+                             f"integer ids")
         return ids
     try:
         ids = lines.astype(np.int64)
@@ -55,6 +59,37 @@ def read_ids(path: str | Path, count: int, what: str, names: Names | None = None
     if bad.size:
         raise InputError(f"{path} line {bad[0] + 1}: {what} id {ids[bad[0]]} is outside [0, {count})")
     return ids
+
+
+def _best(scores: torch.Tensor, index: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k highest of (scores, index) pairs, ties by increasing index."""
+    by_index = torch.argsort(index)
+    scores, index = scores[by_index], index[by_index]
+    order = torch.sort(scores, descending=True, stable=True).indices[:k]
+    return scores[order], index[order]
+
+
+class RunningTopK:
+    """Top k over blocks of (scores, flat indices) fed one after another."""
+
+    def __init__(self, k: int):
+        self.k = k
+        self.scores = torch.empty(0)
+        self.index = torch.empty(0, dtype=torch.int64)
+
+    def add(self, scores: torch.Tensor, index: torch.Tensor) -> None:
+        scores, index = scores.reshape(-1), index.reshape(-1)
+        if scores.numel() > self.k:  # a block's own top k first, keeping every score tied with its k-th
+            keep = scores >= torch.topk(scores, self.k, sorted=False).values.min()
+            scores, index = scores[keep], index[keep]
+        self.scores, self.index = _best(torch.cat([self.scores, scores.float()]), torch.cat([self.index, index]),
+                                        self.k)
+
+
+def row_topk(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's k highest scores and their columns (ties by increasing column)."""
+    order = torch.sort(scores, dim=1, descending=True, stable=True)
+    return order.values[:, :k], order.indices[:, :k]
 
 
 def write_tsv(path: str | Path, columns: dict[str, np.ndarray]) -> None:
