@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from .errors import InputError
 
@@ -46,3 +47,18 @@ def check_space(path: Path, need: int, what: str) -> None:
     if need > free:
         raise InputError(f"{what} needs about {need / 2**30:.1f} GiB of disk under {path} and {free / 2**30:.1f} GiB "
                          f"are free; free space or choose another folder")
+
+
+def write_atomically(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
+    """Write a file through a temporary one (flushed to disk) and a rename: readers see all of it
+    or nothing, never a part. An `OSError` leaves no temporary file."""
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, mode) as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -93,6 +93,15 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     a("--global_neg_share", type=float, default=d["global_neg_share"],
       help="distributed training: the share of each chunk's negatives drawn from all entities (one draw per "
            "batch, shared by its chunks); the rest come from the trainer's machine (DGL-KE takes them all from there)")
+    b = p.add_argument_group("entity tables larger than memory", "the entity table and its Adagrad state on disk in "
+                             "P partitions, trained bucket by bucket (PyTorch-BigGraph's scheme; docs/kge.md)")
+    b.add_argument("--num_entity_partitions", type=int, default=d["num_entity_partitions"], metavar="P",
+                   help="entity partitions on disk (1: the table in memory)")
+    b.add_argument("--memory_budget", type=float, default=d["memory_budget"], metavar="GIB",
+                   help="memory the tables may use: P is chosen from it (the command says which and why)")
+    b.add_argument("--bucket_dir", default=d["bucket_dir"],
+                   help="folder of the buckets and partition files (default: CHECKPOINT_DIR/buckets, or a "
+                        "temporary folder in --save_path)")
     _add_device_args(p)
 
 

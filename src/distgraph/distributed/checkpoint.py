@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from ..files import private_files
+from ..files import private_files, write_atomically
 from ..errors import DistGraphError, InputError
 from ..kvstore.snapshot import Piece
 from ..partition.layout import PartitionConfig
@@ -58,17 +58,10 @@ def _partition(ctx: Context) -> dict:
     return {"graph_name": cfg.graph_name, "num_parts": cfg.num_parts, "fingerprint": cfg.fingerprint()}
 
 
-def write_atomically(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
-    """Write a file through a temporary one and a rename: readers see all of it or nothing."""
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+def _write(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
     try:
-        with open(tmp, mode) as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_atomically(path, write, mode)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise CheckpointError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
@@ -111,7 +104,7 @@ def save_checkpoint(path: str | Path, tensors: Sequence[DistTensor | DistEmbeddi
 
     def write() -> dict | None:
         path.mkdir(parents=True, exist_ok=True)
-        write_atomically(_trainer_file(path, ctx.rank), lambda f: torch.save(state or {}, f))
+        _write(_trainer_file(path, ctx.rank), lambda f: torch.save(state or {}, f))
         if ctx.rank != 0:
             return None
         return {h.name: [Piece.from_json(reply["piece"]).to_json()
@@ -126,7 +119,7 @@ def save_checkpoint(path: str | Path, tensors: Sequence[DistTensor | DistEmbeddi
         manifest = {"format_version": FORMAT_VERSION, "partition": _partition(ctx), "num_trainers": ctx.num_trainers,
                     "tensors": {h.name: {"shape": list(h.shape), "dtype": dtype_name(h.dtype), "policy": h.policy,
                                          "pieces": pieces[h.name]} for h in handles}}
-        write_atomically(path / MANIFEST, lambda f: json.dump(manifest, f, indent=1), "w")
+        _write(path / MANIFEST, lambda f: json.dump(manifest, f, indent=1), "w")
 
     _collective(ctx, publish)
     return path

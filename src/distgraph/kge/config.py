@@ -98,6 +98,11 @@ class TrainConfig:
     checkpoint_dir: str | None = None
     checkpoint_interval: int = 1000
     resume: bool = False
+    # ours: the entity table on disk in P partitions, trained bucket by bucket (PyTorch-BigGraph's scheme)
+    num_entity_partitions: int = 1
+    memory_budget: float | None = None  # GiB the tables may take in memory: P is chosen from it
+    bucket_dir: str | None = None  # where the buckets and partitions live (default: beside the checkpoints, or a
+    # temporary folder in --save_path)
 
     def check(self) -> TrainConfig:
         """Reject settings that cannot run, naming the flag."""
@@ -125,6 +130,9 @@ class TrainConfig:
             raise InputError(f"--lr must be positive, got {self.lr}")
         if self.regularization_coef < 0 or self.regularization_norm < 0:
             raise InputError("--regularization_coef and --regularization_norm must not be negative")
+        _positive(self, "num_entity_partitions")
+        if self.memory_budget is not None and not self.memory_budget > 0:
+            raise InputError(f"--memory_budget must be a positive number of GiB, got {self.memory_budget}")
         return self
 
     def to_dict(self) -> dict:

@@ -123,14 +123,17 @@ class Reporter:
         self.pending.setdefault(label, []).append(sums)
         if len(self.pending[label]) < self.num_proc:
             return
-        avg = self.results[label] = combine(self.pending.pop(label))
+        parts = self.pending.pop(label)
+        avg = self.results[label] = combine(parts)
         kind = label.split()[0]
         lines = [f"-------------- {label} result --------------"]
         lines += [f"{kind} average {m} : {avg[m]:.4f}" for m in METRICS]
         lines.append("-" * len(lines[0]))
         if label == "Test":
             self.test_time = time.perf_counter() - self.t_trained
-            lines.append(f"testing takes {self.test_time:.3f} seconds")
+            ranked = sum(s["count"] for s in parts)  # each a query: one side of one triple, ranked
+            lines.append(f"testing takes {self.test_time:.3f} seconds ({1000 * self.test_time / max(ranked, 1):.3f} s "
+                         f"per 1,000 queries)")
         self.write("\n".join(lines))
 
     def close(self) -> None:

@@ -55,13 +55,16 @@ class ChunkSampler:
     """Endless stream of batches over one process's triples, reshuffled each epoch; negative
     entities are drawn uniformly from `neg_range` (a machine's own entities in distributed
     training, as DGL-KE's distributed mode samples them from its partition), except a
-    `global_share` of each chunk's, drawn from all `num_entities`."""
+    `global_share` of each chunk's, drawn from all `num_entities`. With `head_range`, negatives
+    replacing heads come from it instead (a bucket's head partition, as PyTorch-BigGraph draws them)."""
 
     def __init__(self, triples: Tensor, neg_range: tuple[int, int], batch_size: int, neg_sample_size: int,
                  neg_deg_sample: bool = False, seed: int = 0, importance: Tensor | None = None,
-                 num_entities: int | None = None, global_share: float = 0.0):
+                 num_entities: int | None = None, global_share: float = 0.0,
+                 head_range: tuple[int, int] | None = None):
         self.triples = triples
         self.neg_range = neg_range
+        self.head_range = neg_range if head_range is None else head_range
         # (on one machine every entity is in `neg_range` already)
         self.num_global = round(neg_sample_size * global_share) if num_entities and tuple(neg_range) != (
             0, num_entities) else 0
@@ -71,7 +74,7 @@ class ChunkSampler:
         self.neg_sample_size = neg_sample_size
         self.neg_deg_sample = neg_deg_sample
         self.gen = torch.Generator().manual_seed(seed)
-        self.order = torch.randperm(len(triples), generator=self.gen)
+        self._new_order()
         self.pos = 0
         self.step = 0
         self._diag = ~torch.eye(self.chunk_size, dtype=torch.bool)
@@ -84,19 +87,28 @@ class ChunkSampler:
             self.pos = end
             return ids
         head = self.order[self.pos:]
-        self.order = torch.randperm(len(self.triples), generator=self.gen)
+        self._new_order()
         self.pos = self.batch_size - len(head)
         return torch.cat([head, self.order[:self.pos]])
 
+    def _new_order(self) -> None:
+        self._order_state = self.gen.get_state()  # the order is drawn again from it on `restore`
+        self.order = torch.randperm(len(self.triples), generator=self.gen)
+
     def state(self) -> dict:
-        """Where the stream is (for checkpoints): position, order, step and random state."""
-        return {"order": self.order.clone(), "pos": self.pos, "step": self.step, "gen": self.gen.get_state()}
+        """Where the stream is (for checkpoints, and for a bucket left until its next visit):
+        position, step, the random state and the state the current order was drawn from (a few
+        kB, not the order itself)."""
+        return {"count": len(self.triples), "order_gen": self._order_state.clone(), "pos": self.pos,
+                "step": self.step, "gen": self.gen.get_state()}
 
     def restore(self, state: dict) -> None:
         """Continue the stream from a `state()`."""
-        if state["order"].shape != self.order.shape:
+        if int(state["count"]) != len(self.triples):
             raise InputError("the checkpoint's sampler state is for another split of the training triples")
-        self.order, self.pos, self.step = state["order"], int(state["pos"]), int(state["step"])
+        self.gen.set_state(state["order_gen"])
+        self._new_order()
+        self.pos, self.step = int(state["pos"]), int(state["step"])
         self.gen.set_state(state["gen"])
 
     def __iter__(self) -> ChunkSampler:
@@ -108,7 +120,8 @@ class ChunkSampler:
         h, r, t = self.triples[ids].unbind(1)
         corrupt_head = self.step % 2 == 0  # DGL-KE starts with tails, then alternates
         chunks = self.batch_size // self.chunk_size
-        neg = torch.randint(*self.neg_range, (chunks, self.neg_sample_size), generator=self.gen)
+        neg = torch.randint(*(self.head_range if corrupt_head else self.neg_range), (chunks, self.neg_sample_size),
+                            generator=self.gen)
         if self.num_global:  # one draw for the whole batch: most of these rows live elsewhere, and travel once
             neg[:, :self.num_global] = torch.randint(0, self.num_entities, (1, self.num_global), generator=self.gen)
         mask = None

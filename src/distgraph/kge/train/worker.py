@@ -20,9 +20,6 @@ if __name__ == "__main__":  # a launched trainer: no collection while torch and 
     gc.disable()            # their import time); see the end of this module
 
 import json
-import time
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -35,67 +32,18 @@ from ...distributed.runtime import all_gather, barrier
 from ...errors import DistGraphError, InputError
 from ...kvstore.client import PendingPull
 from ...malloc import keep_freed_memory
-from ...optim.row_adagrad import run_each
 from ...partition import load_partition
 from ...partition.layout import PartitionConfig
 from ..config import TrainConfig, field_defaults
 from ..data.formats import read_dict
 from ..evaluate.link_prediction import eval_share, evaluate
 from ..evaluate.ranking import Queries, ShardRanker, model_spec
-from ..models import KGEModel, create_model
+from ..models import create_model
 from ..saved_model import nonfinite_rows, refuse_nonfinite, save_model
-from .loss import add_regularization_grad, kge_loss
 from .report import emit_line, read_job
 from .sampler import Batch, ChunkSampler
+from .steps import MUST_MATCH, Emit, StepLog, batch_rows, train_step
 from .tables import KGETables
-
-STATS = ("loss", "pos_loss", "neg_loss", "regularization", "pos_score", "neg_score")
-_PROGRESS_SECONDS = 0.5
-# settings a resumed run shares with the run it continues (others, e.g. --max_step or logging, may change)
-MUST_MATCH = ("model_name", "dataset", "format", "data_files", "batch_size", "neg_sample_size", "neg_deg_sample",
-              "neg_adversarial_sampling", "adversarial_temperature", "loss_genre", "pairwise", "margin", "hidden_dim",
-              "lr", "gamma", "double_ent", "double_rel", "regularization_coef", "regularization_norm", "num_proc",
-              "seed", "rel_part", "global_neg_share")
-
-Emit = Callable[[tuple], None]
-
-
-def batch_rows(tables: KGETables, batch: Batch) -> list[tuple[str, Tensor]]:
-    """The rows a batch trains: entities of its positives and negatives, its relations."""
-    ent_ids = torch.cat([batch.h, batch.t, batch.neg.reshape(-1)])
-    return [("entity", ent_ids), *((name, batch.r) for name in tables.relation_names())]
-
-
-def train_step(model: KGEModel, tables: KGETables, batch: Batch, wanted: list[tuple[str, Tensor]],
-               rows: list[Tensor], cfg: TrainConfig) -> tuple[Tensor, Callable[[], None]]:
-    """Forward and backward of one batch on the `rows` it `wanted` (`batch_rows`); sends the
-    updates of other machines' rows. Returns the values of STATS as a tensor, and the update
-    of the rows in this process's memory (run it before they are read again)."""
-    n = len(batch.h)
-    chunks = batch.num_chunks
-    k = n // chunks
-    ent_ids = wanted[0][1]
-    ent, *rels = (x.requires_grad_() for x in rows)
-    h, t, neg = ent.split([n, n, len(ent_ids) - 2 * n])
-    pos = model.pair(h, tuple(rels), t)
-    by_chunk = tuple(x.view(chunks, k, -1) for x in rels)
-    neg = neg.view(chunks, -1, ent.shape[1])
-    if batch.corrupt_head:
-        neg_scores = model.heads(neg, by_chunk, t.view(chunks, k, -1))
-    else:
-        neg_scores = model.tails(h.view(chunks, k, -1), by_chunk, neg)
-    loss, pos_loss, neg_loss = kge_loss(pos, neg_scores, cfg.neg_adversarial_sampling, cfg.adversarial_temperature,
-                                        batch.neg_mask, batch.importance, cfg.loss_genre, cfg.margin, cfg.pairwise)
-    loss.backward()
-    reg = torch.zeros(())
-    if cfg.regularization_coef > 0 and cfg.regularization_norm > 0:
-        with torch.no_grad():
-            reg = (add_regularization_grad(ent, ent.grad, cfg.regularization_coef, cfg.regularization_norm)
-                   + add_regularization_grad(rels[0], rels[0].grad, cfg.regularization_coef, cfg.regularization_norm))
-    local = [tables.start_update(name, ids, x.grad) for (name, ids), x in zip(wanted, (ent, *rels))]
-    stats = torch.stack([loss + reg, pos_loss, neg_loss, reg, pos.mean(), neg_scores.mean()]).detach()
-    return stats, partial(run_each, local)
-
 
 class Trainer:
     """One trainer's part of a KGE job (the runtime is initialised)."""
@@ -113,7 +61,6 @@ class Trainer:
         self.lo, self.hi = ctx.book.node_range(ctx.machine_id, "_N")
         self.per_machine = ctx.num_trainers // ctx.num_machines
         self._ranker: ShardRanker | None = None
-        self.unlogged = ("pos_loss", "neg_loss") if cfg.pairwise else ()  # a pairwise loss has one term
 
     # ----------------------------------------------------------------- data
     def _array(self, rel: str) -> np.ndarray:
@@ -199,10 +146,9 @@ class Trainer:
         sampler = ChunkSampler(self.triples, (self.lo, self.hi), cfg.batch_size, cfg.neg_sample_size,
                                cfg.neg_deg_sample, seed=(cfg.seed + 1) * 1_000_003 + ctx.rank, importance=importance,
                                num_entities=self.n_entities, global_share=cfg.global_neg_share)
-        acc = torch.zeros(len(STATS))
-        first = self._resume(sampler, acc)
+        steps = StepLog(cfg, ctx.rank, self.emit)
+        first = self._resume(sampler, steps.acc)
         self.emit(("started", ctx.rank))
-        t_log = t_progress = time.perf_counter()
         ahead = self._ask_next(sampler) if first <= cfg.max_step else None
         for step in range(first, cfg.max_step + 1):
             batch, wanted, pending = ahead
@@ -211,21 +157,7 @@ class Trainer:
             if step < cfg.max_step and not checkpoint:  # the next rows travel while this step's local updates run
                 ahead = self._ask_next(sampler)
             update_local()
-            if not bool(torch.isfinite(stats[0])):
-                raise DistGraphError(f"trainer {ctx.rank}: the loss became {float(stats[0])} at step {step}; lower "
-                                     f"--lr (or check the data and --regularization_coef)")
-            acc += stats
-            now = time.perf_counter()
-            if now - t_progress >= _PROGRESS_SECONDS:
-                self.emit(("progress", ctx.rank, step))
-                t_progress = now
-            if step % cfg.log_interval == 0 or step == cfg.max_step:
-                done = step % cfg.log_interval or cfg.log_interval
-                log = {k: v for k, v in zip(STATS, (acc / done).tolist()) if k not in self.unlogged}
-                log["steps/s"] = done / max(now - t_log, 1e-9)
-                self.emit(("log", ctx.rank, step, log))
-                acc.zero_()
-                t_log = time.perf_counter()
+            steps.add(step, stats)
             if cfg.force_sync_interval > 0 and step % cfg.force_sync_interval == 0:
                 barrier()
             if valid is not None and step % cfg.eval_interval == 0:
@@ -234,7 +166,7 @@ class Trainer:
                 barrier()
             if checkpoint:  # the sampler stands after this step's batch
                 CheckpointDir(cfg.checkpoint_dir).save(step, self.tables.checkpointed(), {
-                    "step": step, "sampler": sampler.state(), "log_sums": acc.clone(),
+                    "step": step, "sampler": sampler.state(), "log_sums": steps.acc.clone(),
                     "config": json.dumps({k: getattr(cfg, k) for k in MUST_MATCH})})
                 ahead = self._ask_next(sampler)
         trained = cfg.max_step - first + 1

@@ -1,0 +1,195 @@
+"""The entity table and its row-wise Adagrad state as P partitions on disk, with the partitions
+of the current bucket in memory (PyTorch-BigGraph's scheme, with DGL-KE's Adagrad).
+
+A partition is two raw float32 files (`entity.<p>` rows, `entity_state.<p>` one accumulator a
+row), filled by the table's initialiser the first time (by global row, so any P starts from the
+same values). Memory holds `SLOTS` partitions: the current bucket's two and the next bucket's
+incoming one, which an I/O thread reads while the current bucket trains, after writing back the
+partition it replaces. A partition is written to a new file renamed over the old one, never in
+place, so a checkpoint's hard links keep the rows they were taken with.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ...errors import InputError
+from ...files import write_atomically
+from ...kvstore import initializers, kernels
+
+SLOTS = 3
+INIT_ROWS = 1 << 16  # rows initialised at a time when a partition file is made
+
+
+class EntityPartitions:
+    """Rows of entities `bounds[p]:bounds[p + 1]` of each partition p, `dim` floats each."""
+
+    def __init__(self, folder: str | Path, bounds: np.ndarray, dim: int, init_spec: dict, lr: float):
+        self.folder, self.bounds, self.dim, self.lr = Path(folder), np.asarray(bounds, dtype=np.int64), dim, lr
+        self.num_parts = len(self.bounds) - 1
+        self._bounds_t = torch.from_numpy(self.bounds)
+        rows = int(np.diff(self.bounds).max())
+        self.slots = [(torch.empty(rows, dim), torch.empty(rows)) for _ in range(min(SLOTS, self.num_parts))]
+        self.held: dict[int, int] = {}  # partition -> slot
+        self.dirty: set[int] = set()
+        self._pending: dict[int, tuple[int, Future]] = {}  # partition -> (slot, its read in the I/O thread)
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distgraph-kge-io")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for p in range(self.num_parts):
+            if not self._path("entity", p).is_file() or not self._path("entity_state", p).is_file():
+                self._create(p, init_spec)
+
+    # ------------------------------------------------------------------ files
+    def _path(self, kind: str, p: int) -> Path:
+        return self.folder / f"{kind}.{p}"
+
+    def rows_of(self, p: int) -> int:
+        return int(self.bounds[p + 1] - self.bounds[p])
+
+    def _create(self, p: int, init_spec: dict) -> None:
+        """Write partition p as the initialiser fills rows bounds[p].. of the whole table."""
+        lo, n = int(self.bounds[p]), self.rows_of(p)
+
+        def rows(f) -> None:
+            for s in range(0, n, INIT_ROWS):
+                block = torch.empty(min(INIT_ROWS, n - s), self.dim)
+                initializers.fill(block, lo + s, init_spec)
+                f.write(memoryview(block.numpy()).cast("B"))
+
+        self._write(self._path("entity", p), rows)
+        self._write(self._path("entity_state", p), lambda f: f.write(memoryview(np.zeros(n, np.float32)).cast("B")))
+
+    @staticmethod
+    def _write(path: Path, write) -> None:
+        """A partition file written whole to a new file renamed over the old one (never in place)."""
+        try:
+            write_atomically(path, write)
+        except OSError as exc:
+            raise InputError(f"cannot write entity partition {path} ({exc.strerror or exc}); free disk space in "
+                             f"{path.parent}") from None
+
+    def _read_into(self, p: int, slot: int) -> None:
+        emb, state = self.slots[slot]
+        n = self.rows_of(p)
+        for path, out in ((self._path("entity", p), emb[:n]), (self._path("entity_state", p), state[:n])):
+            with open(path, "rb") as f:
+                got = f.readinto(memoryview(out.numpy()).cast("B"))
+            if got != out.numel() * 4:
+                raise InputError(f"entity partition file {path} holds {got:,} bytes, not {out.numel() * 4:,}: it "
+                                 f"is truncated; train from a checkpoint or from the start")
+
+    def _write_back(self, p: int, slot: int) -> None:
+        emb, state = self.slots[slot]
+        n = self.rows_of(p)
+        for kind, rows in (("entity", emb[:n]), ("entity_state", state[:n])):
+            self._write(self._path(kind, p), lambda f, rows=rows: f.write(memoryview(rows.numpy()).cast("B")))
+
+    # --------------------------------------------------------------- residence
+    def _free_slot(self, keep: set[int]) -> tuple[int, int | None]:
+        """A slot to read into, and the partition it holds now (to write back first), if any."""
+        used = set(self.held.values()) | {slot for slot, _ in self._pending.values()}
+        for s in range(len(self.slots)):
+            if s not in used:
+                return s, None
+        for p, s in self.held.items():
+            if p not in keep:
+                return s, p
+        raise InputError(f"no room for another entity partition: the {len(self.slots)} in memory are all in use")
+
+    def _start_read(self, p: int, keep: set[int]) -> None:
+        """Read partition p in the I/O thread into a slot holding no partition of `keep` (the one
+        it held written back first, if it changed)."""
+        slot, old = self._free_slot(keep)
+        write_back = old is not None and old in self.dirty
+        if old is not None:
+            del self.held[old]
+            self.dirty.discard(old)
+
+        def load() -> None:
+            if write_back:
+                self._write_back(old, slot)
+            self._read_into(p, slot)
+
+        self._pending[p] = (slot, self._io.submit(load))
+
+    def _settle(self) -> None:
+        """Wait for the I/O thread's work (reads stay pending until `use` takes them)."""
+        for _, done in self._pending.values():
+            done.result()
+
+    def use(self, parts: set[int], then: set[int] = frozenset()) -> None:
+        """Make `parts` resident (waiting for their reads), then start reading those of `then`
+        that are not, into the slots `parts` leave free."""
+        for p in sorted(parts):
+            if p not in self.held and p not in self._pending:
+                self._start_read(p, set(parts))
+        for p in sorted(parts):
+            if p in self._pending:
+                slot, done = self._pending.pop(p)
+                done.result()
+                self.held[p] = slot
+        for p in sorted(set(then) - set(parts)):
+            if p not in self.held and p not in self._pending and len(self.slots) > len(parts):
+                self._start_read(p, set(parts))
+
+    def flush(self) -> None:
+        """Write every changed resident partition back (the files then hold every row's value)."""
+        for p in sorted(self.dirty):
+            self._write_back(p, self.held[p])
+        self.dirty.clear()
+
+    def close(self) -> None:
+        """Finish the I/O in flight and write back what changed."""
+        self._settle()
+        self.flush()
+        self._io.shutdown()
+
+    # --------------------------------------------------------------- rows
+    def _view(self, p: int) -> tuple[Tensor, Tensor]:
+        emb, state = self.slots[self.held[p]]
+        n = self.rows_of(p)
+        return emb[:n], state[:n]
+
+    def gather(self, ids: Tensor) -> Tensor:
+        """The rows of entity `ids`, all in resident partitions (a copy)."""
+        if len(self.held) == 1:
+            (p,) = self.held
+            return self._view(p)[0][ids - int(self.bounds[p])]
+        part = torch.searchsorted(self._bounds_t, ids, right=True) - 1
+        out = torch.empty(len(ids), self.dim)
+        placed = 0
+        for p in self.held:
+            mine = part == p
+            out[mine] = self._view(p)[0][ids[mine] - int(self.bounds[p])]
+            placed += int(mine.sum())
+        if placed != len(ids):
+            raise InputError("an entity row was asked for outside the bucket's partitions")
+        return out
+
+    def update(self, ids: Tensor, grads: Tensor) -> None:
+        """DGL-KE's row-wise Adagrad step on rows `ids` (sorted, distinct: `coalesce`d)."""
+        cuts = torch.searchsorted(ids, self._bounds_t).tolist()
+        for p in range(self.num_parts):
+            a, b = cuts[p], cuts[p + 1]
+            if a == b:
+                continue
+            if p not in self.held:
+                raise InputError(f"entity partition {p} is not in memory for an update")
+            emb, state = self._view(p)
+            kernels.row_adagrad(emb, state, ids[a:b] - int(self.bounds[p]), grads[a:b].to(torch.float32), self.lr)
+            self.dirty.add(p)
+
+    def read(self, p: int) -> Tensor:
+        """Partition p's rows as they are now (resident, or read from its file), for ranking and saving."""
+        if p in self.held:
+            return self._view(p)[0]
+        self._settle()  # a write-back of p may be in flight
+        out = torch.empty(self.rows_of(p), self.dim)
+        with open(self._path("entity", p), "rb") as f:
+            f.readinto(memoryview(out.numpy()).cast("B"))
+        return out
