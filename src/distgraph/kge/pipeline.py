@@ -17,6 +17,7 @@ of several processes never imports torch here at all, only its processes do.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -26,11 +27,12 @@ from typing import TextIO
 
 from ..errors import DistGraphError, InputError
 from ..launch.ssh import SshOptions
-from .config import EvalConfig, TrainConfig
+from .config import EvalConfig, TrainConfig, check_model, table_widths
 from .data.formats import KGData
 from .data.partition import partition_folder, partition_kg
 from .prepare import prepare_eval, prepare_train
 from .saved_model import next_model_dir
+from .train.buckets import PartitionChoice, choose_partitions
 from .train.report import EVENT, JOB_ENV, Reporter, job_env
 
 SERVING = ": serving"
@@ -98,12 +100,22 @@ def _launch(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, workspa
 
 def train_kge(cfg: TrainConfig, out: TextIO | None = None) -> RunResult:
     """Train with `cfg.num_proc` processes on this machine (fewer if the triples are fewer),
+    or bucket by bucket with the entity table on disk (--num_entity_partitions, --memory_budget),
     save, and evaluate as the flags ask."""
     t0 = time.perf_counter()
     cfg, data = prepare_train(cfg)
     reporter = Reporter(cfg.num_proc, cfg.max_step, out=out, began=t0)
     reporter.write(_describe(data, time.perf_counter() - t0))
     save_dir = None if cfg.no_save_emb else next_model_dir(cfg.save_path, cfg.model_name, cfg.dataset).absolute()
+    choice = partitions_for(cfg, data)
+    if cfg.num_entity_partitions > 1 or cfg.memory_budget is not None:
+        reporter.write(choice.why)
+    if choice.num_parts > 1:
+        try:
+            _train_buckets(cfg, data, choice.num_parts, save_dir, reporter)
+        finally:
+            reporter.close()
+        return _result(reporter, save_dir)
     with tempfile.TemporaryDirectory(prefix="distgraph-kge-") as tmp:
         partition_kg(data, 1, tmp, part_method="random", seed=cfg.seed, importance=data.importance)
         part_config = str(Path(tmp) / f"{data.name}.json")
@@ -120,6 +132,64 @@ def train_kge(cfg: TrainConfig, out: TextIO | None = None) -> RunResult:
         finally:
             reporter.close()
     return _result(reporter, save_dir)
+
+
+def _widths(cfg: TrainConfig) -> dict[str, int]:
+    return table_widths(check_model(cfg.model_name, cfg.hidden_dim, cfg.double_ent, cfg.double_rel), cfg.hidden_dim,
+                        cfg.double_ent, cfg.double_rel)
+
+
+def partitions_for(cfg: TrainConfig, data: KGData) -> PartitionChoice:
+    """The entity partitions of a run (1: the table in memory), and why."""
+    widths = _widths(cfg)
+    relation_bytes = sum(w + 1 for name, w in widths.items() if name != "entity") * data.n_relations * 4
+    choice = choose_partitions(cfg.num_entity_partitions, cfg.memory_budget, data.n_entities, len(data.train),
+                               widths["entity"], relation_bytes)
+    if choice.num_parts > 1 and cfg.num_proc > 1:
+        raise InputError(f"bucket training (the entity table on disk, P = {choice.num_parts}) runs in one process: "
+                         f"drop --num_proc {cfg.num_proc} and give the cores to it with --num_thread")
+    return choice
+
+
+def _train_buckets(cfg: TrainConfig, data: KGData, num_parts: int, save_dir: Path | None, reporter: Reporter) -> None:
+    """Build the buckets (reusing those of the same data in --bucket_dir or --checkpoint_dir),
+    train them in this process, save and test; a temporary folder is removed at the end."""
+    from ..files import check_space
+    from .saved_model import save_model
+    from .train.bucket_trainer import BucketTrainer, EvalData
+    from .train.buckets import BucketLayout, build_buckets
+
+    chosen = cfg.bucket_dir or (str(Path(cfg.checkpoint_dir) / "buckets") if cfg.checkpoint_dir else None)
+    if chosen is None:
+        Path(cfg.save_path).mkdir(parents=True, exist_ok=True)
+    work = Path(chosen) if chosen else Path(tempfile.mkdtemp(prefix=".buckets-", dir=cfg.save_path))
+    try:
+        layout = None
+        if (work / "buckets" / "buckets.json").is_file():
+            layout = BucketLayout.load(work / "buckets")
+            if layout.num_parts != num_parts or layout.n_entities != data.n_entities or \
+                    int(layout.offsets[-1]) != len(data.train):
+                layout = None
+        if layout is None:
+            work.mkdir(parents=True, exist_ok=True)
+            check_space(work, len(data.train) * 16 + data.n_entities * (_widths(cfg)["entity"] + 1) * 4 * 2,
+                        "the buckets and the entity partitions (and their copies while written back)")
+            t = time.perf_counter()
+            layout = build_buckets(data.train, data.n_entities, num_parts, work / "buckets", importance=data.importance)
+            reporter.write(f"{num_parts} x {num_parts} buckets of {len(data.train):,} triples in "
+                           f"{time.perf_counter() - t:.1f} s ({work / 'buckets'})")
+        trainer = BucketTrainer(cfg, layout, data.n_relations, work, reporter, EvalData(data.valid, data.test))
+        reporter.t_start = time.perf_counter()
+        trainer.run()
+
+        def save(tables: dict) -> None:
+            save_model(save_dir, cfg, tables, data.entities, data.relations)
+            reporter(("saved", 0, str(save_dir)))
+
+        trainer.finish(None if save_dir is None else save)
+    finally:
+        if chosen is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _standalone(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, part_config: str) -> None:

@@ -60,7 +60,7 @@ def evaluate_partitioned(model: KGEModel, relation_rows: Rows, relation_tables: 
             own[mine] = rows[needed[mine] - lo]
 
     def rows(name: str, ids: Tensor) -> Tensor:
-        return own[torch.searchsorted(needed, ids)] if name == "entity" else relation_rows(name, ids)
+        return own[torch.searchsorted(needed, ids.contiguous())] if name == "entity" else relation_rows(name, ids)
 
     batches = [(corrupt_head, queries(model, rows, relation_tables, triples[i:i + batch_size], corrupt_head))
                for corrupt_head in (True, False) for i in range(0, len(triples), batch_size)]

@@ -154,3 +154,50 @@ def bucket_order(num_parts: int, epoch: int, seed: int) -> list[tuple[int, int]]
             pair = [(i, j), (j, i)]
             out += pair[::-1] if rng.random() < 0.5 else pair
     return out
+
+
+MAX_PARTS = 256  # 65,536 buckets: past this a bucket holds too few triples to fill batches
+SLOT_COUNT = 3  # partitions in memory at once (`partitions.SLOTS`)
+BUCKET_BYTES_PER_TRIPLE = 48  # a bucket in training: its triples as int64, the sampler's order, the rows' ids
+
+
+@dataclass(frozen=True)
+class PartitionChoice:
+    """P, and why, in a line for the user."""
+
+    num_parts: int
+    why: str
+
+
+def choose_partitions(num_parts: int, budget_gib: float | None, n_entities: int, n_triples: int,
+                      entity_floats: int, relation_bytes: int) -> PartitionChoice:
+    """P from `--num_entity_partitions` or, with `--memory_budget`, the smallest P whose tables
+    fit the budget: SLOT_COUNT partitions of rows and Adagrad state (`entity_floats` + 1
+    floats a row), the relation tables, and a bucket's triples (P^2 buckets of the triples)."""
+    table = n_entities * (entity_floats + 1) * 4
+    if budget_gib is None:
+        return PartitionChoice(num_parts, f"--num_entity_partitions {num_parts}: the entity table ({_gb(table)} with "
+                                          f"its Adagrad state) on disk in {num_parts} partitions")
+    budget = budget_gib * 2**30
+
+    def need(p: int) -> float:
+        rows = -(-n_entities // p) * (entity_floats + 1) * 4
+        return min(SLOT_COUNT, p) * rows + relation_bytes + BUCKET_BYTES_PER_TRIPLE * n_triples / p ** 2
+
+    if need(1) <= budget:
+        return PartitionChoice(1, f"--memory_budget {budget_gib:g} GiB holds the whole entity table ({_gb(table)} "
+                                  f"with its Adagrad state): in memory")
+    for p in range(2, min(MAX_PARTS, n_entities) + 1):
+        if need(p) <= budget:
+            return PartitionChoice(p, f"--memory_budget {budget_gib:g} GiB: the entity table ({_gb(table)} with its "
+                                      f"Adagrad state) does not fit, {min(SLOT_COUNT, p)} of {p} partitions "
+                                      f"({_gb(need(p))} with the relation tables and a bucket) do: "
+                                      f"P = {p}, trained bucket by bucket on disk")
+    smallest = min(need(p) for p in range(2, min(MAX_PARTS, n_entities) + 1)) if n_entities > 1 else need(1)
+    raise InputError(f"--memory_budget {budget_gib:g} GiB is too small: even {min(MAX_PARTS, n_entities)} entity "
+                     f"partitions need {_gb(smallest)} (two partitions in training and the next one read, the "
+                     f"relation tables and a bucket); give at least {smallest / 2**30:.2f} GiB")
+
+
+def _gb(nbytes: float) -> str:
+    return f"{nbytes / 1e9:,.2f} GB"
