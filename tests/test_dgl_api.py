@@ -12,7 +12,7 @@ import distgraph.function as fn
 from distgraph.block import block_from_edges
 from distgraph.data import from_dgl, from_pyg
 from distgraph.errors import InputError
-from distgraph.graph import Graph
+from distgraph.tensor_graph import Graph
 
 NAMES = {
     "distgraph": ["NID", "EID", "to_block", "DistGraph", "node_split", "edge_split", "sample_neighbors",
@@ -205,3 +205,35 @@ def test_use_graphbolt_is_said_once_and_changes_nothing(path, tmp_path, capsys, 
     assert torch.equal(plain.eids.sort().values, bolt.eids.sort().values)
     with pytest.raises(InputError, match="does not exist"):
         dgl.distributed.dgl_partition_to_graphbolt(tmp_path / "missing.json")
+
+
+def test_graph_and_heterograph_build_as_dgl_does():
+    g = dgl.graph((torch.tensor([0, 1, 2]), [1, 2, 0]), num_nodes=5)
+    assert g.num_nodes() == 5 and g.num_edges() == 3 and torch.equal(g.edges()[1], torch.tensor([1, 2, 0]))
+    csr = dgl.graph(("csr", (torch.tensor([0, 2, 3, 3]), torch.tensor([1, 2, 0]), torch.tensor([]))))
+    assert sorted(zip(*(t.tolist() for t in csr.edges()))) == [(0, 1), (0, 2), (1, 0)]
+    hg = dgl.heterograph({("user", "follows", "user"): ([0, 1], [1, 2]),
+                          ("user", "plays", "game"): (torch.tensor([0, 2]), torch.tensor([1, 0]))},
+                         num_nodes_dict={"user": 4})
+    assert hg.ntypes == ["game", "user"] or hg.ntypes == ["user", "game"]
+    assert hg.num_nodes("user") == 4 and hg.num_nodes("game") == 2 and hg.num_edges(("user", "plays", "game")) == 2
+    assert torch.equal(hg.edges(etype="plays")[1], torch.tensor([1, 0]))
+    with pytest.raises(InputError, match="num_nodes_dict"):
+        dgl.heterograph({("a", "r", "a"): ([0], [5])}, num_nodes_dict={"a": 3})
+    with pytest.raises(InputError, match="canonical edge types"):
+        dgl.heterograph({"r": ([0], [1])})
+
+
+def test_partition_graph_takes_dgls_per_type_balance_dict(tmp_path):
+    hg = dgl.heterograph({("paper", "cites", "paper"): (torch.randint(0, 200, (800,)), torch.randint(0, 200, (800,))),
+                          ("author", "writes", "paper"): (torch.randint(0, 50, (300,)), torch.randint(0, 200, (300,)))})
+    train = torch.zeros(200, dtype=torch.bool)
+    train[:60] = True
+    hg.nodes["paper"].data["train_mask"] = train
+    orig, _ = dgl.distributed.partition_graph(hg, "h", 2, tmp_path, balance_ntypes={"paper": train},
+                                              balance_edges=True, return_mapping=True)
+    book = dgl.distributed.load_partition_book(tmp_path / "h.json", 0)[0]
+    per_part = [int(train[orig["paper"][book.partid2nids(p, "paper")]].sum()) for p in range(2)]
+    assert sum(per_part) == 60 and abs(per_part[0] - per_part[1]) <= 6  # the training papers spread evenly
+    with pytest.raises(Exception, match="names node type 'venue'"):
+        dgl.distributed.partition_graph(hg, "h", 2, tmp_path / "x", balance_ntypes={"venue": train})

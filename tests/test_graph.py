@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from distgraph.errors import InputError
-from distgraph.graph import Graph
+from distgraph.tensor_graph import Graph
 
 
 def test_homogeneous_graph_counts_data_and_adjacency():

@@ -9,7 +9,7 @@ import torch
 
 from distgraph.data import generate_mag, generate_sbm, load_edgelist, load_graph, load_npz, save_npz
 from distgraph.errors import InputError
-from distgraph.graph import Graph
+from distgraph.tensor_graph import Graph
 
 
 def test_npz_round_trip_homogeneous(tmp_path, sbm):

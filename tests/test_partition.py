@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from distgraph.data import load_edgelist
-from distgraph.graph import Graph
+from distgraph.tensor_graph import Graph
 from distgraph.cli.main import main
 from distgraph.data import save_npz
 from distgraph.errors import PartitionError

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from distgraph.errors import PartitionError
-from distgraph.graph import Graph
+from distgraph.tensor_graph import Graph
 from distgraph.partition import load_partition, load_partition_book, partition_graph, split_categories
 
 
@@ -103,7 +103,7 @@ def test_version_1_partitions_still_load(tmp_path, sbm):
 
 
 def test_bad_balance_categories(tmp_path, sbm):
-    with pytest.raises(PartitionError, match="balance_ntypes must hold one integer category per node"):
+    with pytest.raises(PartitionError, match="balance_ntypes must hold one category .* per node"):
         partition_graph(sbm, "g", 2, tmp_path, balance_ntypes=torch.zeros(5, dtype=torch.int64))
 
 

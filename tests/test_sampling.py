@@ -6,7 +6,7 @@ import torch
 from distgraph.block import block_from_edges
 from distgraph.dataloading import MultiLayerNeighborSampler
 from distgraph.errors import InputError
-from distgraph.graph import Graph
+from distgraph.tensor_graph import Graph
 from distgraph.nn import SAGEConv
 from distgraph.partition import load_partition, partition_graph
 from distgraph.sampling import sample_csc, sample_graph, sample_partition

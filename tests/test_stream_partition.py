@@ -185,7 +185,7 @@ def test_ogb_binary_layout_partitions_as_the_graph_it_holds(tmp_path, compressed
     import gzip
 
     from distgraph.data.ogb_binary import UNPACKED
-    from distgraph.graph import Graph
+    from distgraph.tensor_graph import Graph
     from distgraph.partition.stream import from_ogb_binary
 
     g = generate_sbm(800, 6000, num_classes=4, feat_dim=6, seed=7)

@@ -105,7 +105,7 @@ def test_int8_masks_give_every_trainer_the_bool_masks_share(graph, tmp_path, lau
     """DGL's node-classification script on partitions whose masks are int8 (as a chunked folder
     or another tool's .npz holds them): each of 4 trainers gets the share the bool masks give."""
     from distgraph.dataloading.split import node_split
-    from distgraph.graph import Graph
+    from distgraph.tensor_graph import Graph
 
     as_int8 = Graph(graph.src, graph.dst, graph.num_nodes(), ndata={
         k: v.to(th.int8) if k.endswith("_mask") else v for k, v in graph.ndata.items()})

@@ -118,7 +118,7 @@ def test_rgcn_resumes_with_its_sparse_embeddings_bitwise(mag_parts, tmp_path):
 
 def _with_train_nodes(graph, count: int, out: Path) -> Path:
     """A 2-part partition of `graph` whose train mask selects only its first `count` nodes."""
-    from distgraph.graph import Graph
+    from distgraph.tensor_graph import Graph
     from distgraph.partition import partition_graph
 
     mask = torch.zeros(graph.num_nodes(), dtype=torch.bool)

@@ -36,7 +36,7 @@ except ImportError:  # numpy 1.x
 
 from ..cluster.env import dgl_download_dir
 from ..errors import InputError
-from ..graph import Graph
+from ..tensor_graph import Graph
 
 PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph")
 VALIDATION = 500  # DGL's (and Planetoid's) validation nodes, after the training ones

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import InputError
-from ..graph import Graph
+from ..tensor_graph import Graph
 
 _PYG_NAMES = {"x": "feat", "y": "label"}
 _PYG_STRUCTURE = {"edge_index", "adj_t", "num_nodes", "node_type", "edge_type", "ptr", "batch"}

@@ -10,6 +10,6 @@ def graph_class(tensors: bool) -> type[ArrayGraph]:
     """`graph.Graph` (torch tensors) when `tensors`, else `ArrayGraph` (numpy; torch is not imported)."""
     if not tensors:
         return ArrayGraph
-    from ..graph import Graph
+    from ..tensor_graph import Graph
 
     return Graph

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..graph import Graph
+from ..tensor_graph import Graph
 from .sbm import CommunitySampler, class_features, power_law_weights, split_masks
 
 

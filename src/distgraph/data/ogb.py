@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..graph import Graph
+from ..tensor_graph import Graph
 from .npz import _NpzArrays
 from .ogb_binary import OgbBinary, ogb_labels, split_masks
 

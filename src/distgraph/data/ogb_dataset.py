@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from ..errors import InputError
-from ..graph import Graph
+from ..tensor_graph import Graph
 from .ogb import DATASETS, load_ogb_node
 
 _SPLIT = {"train": "train_mask", "valid": "val_mask", "test": "test_mask"}

@@ -18,7 +18,7 @@ import torch
 
 from ..cluster.env import dgl_download_dir
 from ..errors import InputError
-from ..graph import Graph
+from ..tensor_graph import Graph
 
 
 def read_scipy_npz(path: Path) -> tuple[np.ndarray, np.ndarray, int, int]:

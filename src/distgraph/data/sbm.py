@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..graph import Graph
+from ..tensor_graph import Graph
 
 _MAX_ROUNDS = 100  # self-loop redraw rounds before generate_sbm gives up
 

@@ -9,7 +9,7 @@ import torch
 
 from ..block import first_positions
 from ..errors import InputError
-from ..graph import Graph
+from ..tensor_graph import Graph
 
 
 def _count(k, what: str) -> int:

@@ -21,6 +21,40 @@ from .symmetric import symmetric_adjacency
 if TYPE_CHECKING:
     from ..array_graph import Array
 
+
+def _categories(values, n: int, what: str) -> np.ndarray:
+    """`values` as n non-negative int64 categories: integers as they are, bool and float masks
+    (integral values: 1.0 is category 1) as DGL casts them."""
+    cat = np.asarray(values).reshape(-1)
+    if cat.size != n or cat.dtype.kind not in "biuf":
+        raise PartitionError(f"{what} must hold one category (an integer, or a mask) per node ({n}), got "
+                             f"{cat.size} values of dtype {cat.dtype}")
+    if cat.dtype.kind == "f" and (not np.isfinite(cat).all() or (cat % 1).any()):
+        raise PartitionError(f"{what} holds non-integral values; give integer categories or a 0/1 mask")
+    cat = cat.astype(np.int64)
+    if cat.size and int(cat.min()) < 0:
+        raise PartitionError(f"{what} categories must be >= 0, found {int(cat.min())}")
+    return cat
+
+
+def balance_categories(g: ArrayGraph, balance_ntypes) -> np.ndarray | None:
+    """`partition_graph`'s `balance_ntypes` as one int64 category per node: an array over every
+    node, or DGL's {node type: categories or mask} (types left out are category 0), or None.
+    `balance_weights` then spreads each (node type, category) evenly."""
+    if balance_ntypes is None:
+        return None
+    if not isinstance(balance_ntypes, dict):
+        return _categories(balance_ntypes, g.num_nodes(), "balance_ntypes")
+    cat = np.zeros(g.num_nodes(), dtype=np.int64)
+    for ntype, values in balance_ntypes.items():
+        if ntype not in g.ntypes:
+            raise PartitionError(f"balance_ntypes names node type {ntype!r}, which the graph lacks ({g.ntypes})")
+        i = g.ntypes.index(ntype)
+        lo, hi = int(g.ntype_offsets[i]), int(g.ntype_offsets[i + 1])
+        cat[lo:hi] = _categories(values, hi - lo, f"balance_ntypes[{ntype!r}]")
+    return cat
+
+
 def split_categories(g: ArrayGraph) -> Array:
     """Per-node category for `balance_ntypes`: 1 train, 2 val, 3 test, 0 other (over all node types),
     as the graph's kind of array (a tensor for a `Graph`)."""
@@ -34,18 +68,12 @@ def split_categories(g: ArrayGraph) -> Array:
 def balance_weights(g: ArrayGraph, balance_ntypes: Array | None, balance_edges: bool) -> np.ndarray:
     """(num_nodes, ncon) METIS vertex weights: an indicator per (node type, category) that
     occurs, so each is spread evenly, plus the in-degree when `balance_edges`. `balance_ntypes`:
-    one integer category per node (an array or a tensor), or None."""
+    categories as `balance_categories` reads them, or None."""
     n = g.num_nodes()
     key = np.asarray(g.node_type_ids())
-    if balance_ntypes is not None:
-        cat = np.asarray(balance_ntypes).reshape(-1)
-        if cat.size != n or cat.dtype.kind not in "biu":
-            raise PartitionError(f"balance_ntypes must hold one integer category per node ({n}), "
-                                 f"got {cat.size} values of dtype {cat.dtype}")
-        cat = cat.astype(np.int64)
-        if cat.size and int(cat.min()) < 0:
-            raise PartitionError(f"balance_ntypes categories must be >= 0, found {int(cat.min())}")
-        key = key * (int(cat.max()) + 1) + cat
+    cat = balance_categories(g, balance_ntypes)
+    if cat is not None:
+        key = key * (int(cat.max(initial=0)) + 1) + cat
     present = unique_sorted(key)
     columns = np.searchsorted(present, key)
     w = np.zeros((n, present.size + int(balance_edges)), dtype=np.int64)
@@ -84,7 +112,7 @@ def assign_parts(
     if part_method == "kaminpar":
         from .stream import kaminpar_assign
 
-        parts = kaminpar_assign(g, num_parts, seed, balance_ntypes, balance_edges)  # no part left empty
+        parts = kaminpar_assign(g, num_parts, seed, balance_categories(g, balance_ntypes), balance_edges)  # none empty
         if alongside is not None:
             alongside()
         return parts

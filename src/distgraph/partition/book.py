@@ -12,7 +12,7 @@ import torch
 
 from ..arrays import offsets
 from ..errors import InputError, PartitionError
-from ..graph import per_type
+from ..tensor_graph import per_type
 from ..ids import DEFAULT_ETYPE, DEFAULT_NTYPE, as_id_tensor, resolve_etype
 from .layout import PartitionConfig, etype_key
 

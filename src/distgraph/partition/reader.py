@@ -11,7 +11,7 @@ import torch
 
 from ..errors import PartitionError
 from .book import RangePartitionBook
-from ..graph import typed_indptr
+from ..tensor_graph import typed_indptr
 from .layout import PartMeta, PartitionConfig
 
 

@@ -248,7 +248,7 @@ def partition_graph(
     out_path: str | Path,
     num_hops: int = 1,
     part_method: str = "metis",
-    balance_ntypes: Array | None = None,
+    balance_ntypes: Array | dict | None = None,
     balance_edges: bool = False,
     return_mapping: bool = False,
     num_trainers_per_machine: int = 1,
@@ -273,10 +273,12 @@ def partition_graph(
     is written as the `trainer_id` data (`node_split(..., node_trainer_ids=...)` reads it),
     leaving `g` itself unchanged (DGL adds it to `g`). `objtype` is METIS's objective ("cut"
     or "vol"). `node_weights` (one or more non-negative ints per node) replaces the METIS
-    balance constraints that `balance_ntypes`/`balance_edges` make. `graph_formats` and
-    `use_graphbolt` are accepted for DGL's scripts: a partition here always serves sampling
-    from its CSC (`use_graphbolt=True` says so in one line). A folder holds one graph's partition: an earlier partition of `graph_name`
-    there is replaced, another graph's only with `overwrite` (`out_folder`)."""
+    balance constraints that `balance_ntypes`/`balance_edges` make. `balance_ntypes` is one
+    category per node, or DGL's {node type: categories or mask} (`assign.balance_categories`).
+    `graph_formats` and `use_graphbolt` are accepted for DGL's scripts: a partition here always
+    serves sampling from its CSC (`use_graphbolt=True` says so in one line). A folder holds one
+    graph's partition: an earlier partition of `graph_name` there is replaced, another graph's
+    only with `overwrite` (`out_folder`)."""
     t0 = time.perf_counter()
     note_graphbolt(use_graphbolt)
     check_name(graph_name, "graph name", allow_dot=True)

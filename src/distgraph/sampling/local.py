@@ -6,7 +6,7 @@ import torch
 
 from ..block import EID
 from ..errors import InputError
-from ..graph import Graph
+from ..tensor_graph import Graph
 from ..ids import as_id_tensor, resolve_etype
 from ..partition import Partition
 from .kernel import Csc, sample_csc_ids, sample_uniform_native

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import InputError
-from ..graph import Graph
+from ..tensor_graph import Graph
 from ..graphbolt import note_graphbolt
 from ..ids import as_id_tensor, as_selection, resolve_etype
 from .local import SampledEdges, sample_graph
