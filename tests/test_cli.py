@@ -46,7 +46,7 @@ def test_partition_an_edge_list_and_a_heterogeneous_graph(tmp_path, capsys):
         (["--input", "{tmp}/bad.txt"], "bad.txt line 2: expected 2 fields"),
         (["--input", "{tmp}/cut.npz"], "cut.npz is not a readable .npz file"),
         (["--input", "{tmp}/ok.txt", "--out", "{tmp}/ok.txt"], "--out .*ok.txt is an existing file; pass a folder"),
-        (["--input", "{tmp}/ok.txt", "--out", "{tmp}/ok.txt/sub"], "Not a directory: .*ok.txt/sub"),
+        (["--input", "{tmp}/ok.txt", "--out", "{tmp}/ok.txt/sub"], "cannot create the output folder .*ok.txt/sub: Not a directory"),
         (["generate", "mag", "--num_papers", "0", "--out", "{tmp}/m.npz"], "generate_mag needs num_papers >= 1, got 0"),
         (["generate", "sbm", "--num_nodes", "50", "--out", "{tmp}"], "is not empty; give a new folder"),
     ],

@@ -44,7 +44,7 @@ FLOORS = [  # top to bottom; docs/architecture.md's package map says what each r
     {"tensor_graph"},
     {"transforms", "nn"},
     {"array_graph", "block", "rpc"},
-    {"arrays", "cluster", "files", "graphbolt", "ids"},
+    {"arrays", "cluster", "files", "graphbolt", "ids", "progress"},
     {"errors", "function", "lazy", "local_scope", "malloc", "native", "version"},
 ]
 

@@ -16,9 +16,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ..errors import InputError
+from ..progress import Progress
 from .chunked import ChunkWriter
 
 GRAPH500 = (0.57, 0.19, 0.19, 0.05)
@@ -71,7 +71,7 @@ def generate_rmat(out: str | Path, num_nodes: int, num_edges: int, feat_dim: int
     rng = np.random.default_rng(seed)
     scale = max(1, int(num_nodes - 1).bit_length())
     k, o = _bijection(num_nodes, rng)
-    bar = tqdm(total=num_edges + num_nodes, desc="generate rmat", unit="row", unit_scale=True, disable=not progress)
+    bar = Progress(num_edges + num_nodes, "generate rmat", "row", enabled=progress, unit_scale=True, leave=True)
     for start in range(0, num_edges, chunk_edges):
         count = min(chunk_edges, num_edges - start)
         src, dst = rmat_edges(rng, count, scale, probs)

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ..errors import InputError
+from ..progress import Progress
 from .chunked import ChunkWriter
 from .rmat import write_node_data
 from .sbm import CommunitySampler, power_law_weights
@@ -31,7 +31,7 @@ def generate_sbm_chunked(out: str | Path, num_nodes: int, num_edges: int, num_cl
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, num_classes, num_nodes)
     pool = CommunitySampler(rng, labels, power_law_weights(rng, num_nodes, degree_exponent, max_weight), num_classes)
-    bar = tqdm(total=num_edges + num_nodes, desc="generate sbm", unit="row", unit_scale=True, disable=not progress)
+    bar = Progress(num_edges + num_nodes, "generate sbm", "row", enabled=progress, unit_scale=True, leave=True)
     for start in range(0, num_edges, chunk_edges):
         want = min(chunk_edges, num_edges - start)
         src_parts, dst_parts, have = [], [], 0

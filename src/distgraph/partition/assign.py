@@ -5,7 +5,6 @@ graph file (`stream.kaminpar_assign`). It sits above that path; what both share 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,6 +12,7 @@ import numpy as np
 from ..array_graph import ArrayGraph
 from ..arrays import unique_sorted
 from ..errors import PartitionError
+from ..progress import Background, wait_for
 from .layout import PART_METHODS
 from .metis import part_graph
 from .parts import SPLIT_MASKS, fill_empty_parts, node_mask, part_count, random_parts
@@ -99,7 +99,8 @@ def assign_parts(
     """Partition id (int64) of every node, in the graph's own (homogeneous) ids.
 
     `alongside` is work that does not need the assignment: it runs on a second thread while
-    the METIS call (which takes one core) runs, else before returning; its errors propagate."""
+    the METIS call (which takes one core) runs, else before returning; its errors propagate.
+    METIS and KaMinPar run where Ctrl-C can stop waiting for them (`progress.wait_for`)."""
     if part_method not in PART_METHODS:
         raise PartitionError(f"unknown part_method {part_method!r}; choose one of {', '.join(PART_METHODS)}")
     n = g.num_nodes()
@@ -112,7 +113,8 @@ def assign_parts(
     if part_method == "kaminpar":
         from .stream import kaminpar_assign
 
-        parts = kaminpar_assign(g, num_parts, seed, balance_categories(g, balance_ntypes), balance_edges)  # none empty
+        parts = wait_for(kaminpar_assign, g, num_parts, seed, balance_categories(g, balance_ntypes),
+                         balance_edges)  # no part left empty
         if alongside is not None:
             alongside()
         return parts
@@ -123,12 +125,11 @@ def assign_parts(
             raise PartitionError("node_weights must not be negative")
     else:
         weights = balance_weights(g, balance_ntypes, balance_edges)
-    with ThreadPoolExecutor(max_workers=1) as side:
-        beside = side.submit(alongside) if alongside is not None else None
-        given = node_weights is not None  # a single column is a constraint only when asked for
-        parts, _ = part_graph(xadj, adjncy, num_parts, weights if given or weights.shape[1] > 1 else None,
-                              seed=seed, objtype=objtype)
-        del xadj, adjncy, weights
-        if beside is not None:
-            beside.result()
+    beside = Background(alongside) if alongside is not None else None
+    given = node_weights is not None  # a single column is a constraint only when asked for
+    parts, _ = wait_for(part_graph, xadj, adjncy, num_parts, weights if given or weights.shape[1] > 1 else None,
+                        seed=seed, objtype=objtype)
+    del xadj, adjncy, weights
+    if beside is not None:
+        beside.result()
     return fill_empty_parts(parts, num_parts)

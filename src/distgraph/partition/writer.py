@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from tqdm import tqdm
 
 from ..array_graph import ArrayGraph, DataDict
 from ..arrays import gather_rows, group_keys, inverse_permutation, offsets, unique_inverse, unique_sorted
 from ..errors import PartitionError
 from ..files import private_files
 from ..graphbolt import note_graphbolt
+from ..progress import Progress
 from .assign import assign_parts
 from .layout import DataSpec, PartMeta, check_name, config_json, etype_key, part_files
 from .in_edges import InEdges
-from .out_folder import check_out, clear_out, write_config
+from .out_folder import cancelled_on_error, check_out, clear_out, output_folder, write_config
 from .parts import node_mask, positive_int
 from .relabel import EdgeOrder, NodeOrder, relabel_edges, relabel_nodes
 from .report import PartitionStats
@@ -240,6 +240,79 @@ def _data_meta(store: dict[str, DataDict]) -> tuple[dict, dict]:
     return names, meta
 
 
+def _assign_and_write(g: ArrayGraph, graph_name: str, num_parts: int, out: Path, part_method: str,
+                      balance_ntypes, balance_edges: bool, seed: int, halo_hops: int, per_machine: int,
+                      node_weights, objtype: str, progress: bool, t0: float) -> tuple[PartitionStats, dict, dict]:
+    """`partition_graph`'s work once its inputs passed their checks: assign, relabel, write the
+    parts and the config last; (stats, original node ids, original edge ids) per type."""
+    node_store = {t: g.nodes[t].data for t in g.ntypes}
+    edge_store = {etype_key(c): g.edges[c].data for c in g.canonical_etypes}
+    node_names, node_meta = _data_meta(node_store)
+    edge_names, edge_meta = _data_meta(edge_store)
+    train = node_mask(g.ntypes, g.ntype_offsets, node_store, "train_mask")
+    bar = Progress(3 + num_parts, f"partition {graph_name}", enabled=progress)
+    bar.stage(f"assign ({part_method})")
+    built: list[InEdges] = []  # the in-edge index needs no assignment: it is built beside METIS
+    with bar.ticking():
+        parts = assign_parts(g, num_parts * per_machine, part_method, balance_ntypes, balance_edges, seed,
+                             alongside=lambda: built.append(InEdges.build(g)), node_weights=node_weights,
+                             objtype=objtype)
+    if per_machine > 1:
+        node_store, edge_store = _with_trainer_ids(g, parts, node_store, edge_store)
+        node_names, node_meta = _data_meta(node_store)
+        edge_names, edge_meta = _data_meta(edge_store)
+        parts = parts // per_machine
+    t_assign = time.perf_counter() - t0
+    bar.update()
+    bar.stage("relabel and write")
+    clear_out(out, num_parts)  # the input passed every check: now it replaces what was there
+    nodes = relabel_nodes(g, parts, num_parts)
+    writer = _PartWriter(g, nodes, built.pop(), out, halo_hops, node_names, edge_names, node_store, edge_store)
+    # Writing is gathers, sorts and file writes, which release the GIL: two threads use both cores.
+    # Node data needs the node numbering only: it is written while this thread numbers the edges.
+    with ThreadPoolExecutor(max_workers=2) as pool, cancelled_on_error(pool):
+        node_jobs = [pool.submit(writer.write_nodes, p) for p in range(num_parts)]
+        node_map = pool.submit(writer.write_mapping, "node", g.ntypes, nodes.new2old, nodes.ranges, g.ntype_offsets)
+        edges = writer.number_edges(parts)
+        bar.update()
+        edge_jobs = [pool.submit(writer.write_edges, p) for p in range(num_parts)]
+        for f in edge_jobs:
+            f.add_done_callback(lambda _: bar.update())
+        # this thread writes the edge map beside them: queued, it would run alone at the end
+        edge_files, orig_eids = writer.write_mapping("edge", g.canonical_etypes, edges.new2old, edges.ranges,
+                                                     g.etype_offsets)
+        if g.node_names is not None:
+            writer._save("mapping/node_names.npy", np.asarray(g.node_names))
+        for f in node_jobs:
+            f.result()
+        partitions, cuts = zip(*(f.result() for f in edge_jobs))
+        node_files, orig_nids = node_map.result()
+    mapping = {"node": node_files, "edge": edge_files,
+               "node_names": "mapping/node_names.npy" if g.node_names is not None else None}
+    bar.update()
+    bar.close()
+
+    stats = PartitionStats(
+        num_parts=num_parts,
+        part_nodes=[p.num_inner_nodes for p in partitions],
+        part_edges=[p.num_inner_edges for p in partitions],
+        part_halo=[p.num_local_nodes - p.num_inner_nodes for p in partitions],
+        part_train=np.bincount(parts[train], minlength=num_parts).tolist(),
+        edge_cut=sum(cuts) / g.num_edges() if g.num_edges() else 0.0,
+        assign_seconds=t_assign,
+        total_seconds=0.0,
+    )
+    config = config_json(
+        graph_name, g.num_nodes(), g.num_edges(), part_method, halo_hops, g.ntypes, g.canonical_etypes,
+        node_map={t: nodes.ranges[:, i].tolist() for i, t in enumerate(g.ntypes)},
+        edge_map={etype_key(c): edges.ranges[:, i].tolist() for i, c in enumerate(g.canonical_etypes)},
+        node_data=node_meta, edge_data=edge_meta, mapping=mapping, partitions=list(partitions))
+    stats.total_seconds = time.perf_counter() - t0
+    config["stats"] = stats.as_dict()
+    write_config(out / f"{graph_name}.json", json.dumps(config, indent=1))
+    return stats, orig_nids, orig_eids
+
+
 @private_files()  # the user's graph and features: owner-only files, whatever the caller's umask
 def partition_graph(
     g: ArrayGraph,
@@ -295,70 +368,15 @@ def partition_graph(
     if per_machine > 1 and any(TRAINER_ID in d for d in (*node_store.values(), *edge_store.values())):
         raise PartitionError(f"the graph already has {TRAINER_ID!r} data, which num_trainers_per_machine writes; "
                              f"rename it")
-    node_names, node_meta = _data_meta(node_store)
-    edge_names, edge_meta = _data_meta(edge_store)
-    train = node_mask(g.ntypes, g.ntype_offsets, node_store, "train_mask")
+    for store in (node_store, edge_store):  # data names, dtypes and the train mask checked before any file
+        _data_meta(store)
+    node_mask(g.ntypes, g.ntype_offsets, node_store, "train_mask")
     out = Path(out_path)
-    out.mkdir(parents=True, exist_ok=True)  # an unusable folder fails now, not after METIS
-    check_out(out, graph_name, overwrite)
-    bar = tqdm(total=3 + num_parts, desc=f"partition {graph_name}", unit="step", disable=not progress, leave=False)
-    bar.set_postfix_str(f"assign ({part_method})")
-    built: list[InEdges] = []  # the in-edge index needs no assignment: it is built beside METIS
-    parts = assign_parts(g, num_parts * per_machine, part_method, balance_ntypes, balance_edges, seed,
-                         alongside=lambda: built.append(InEdges.build(g)), node_weights=node_weights, objtype=objtype)
-    if per_machine > 1:
-        node_store, edge_store = _with_trainer_ids(g, parts, node_store, edge_store)
-        node_names, node_meta = _data_meta(node_store)
-        edge_names, edge_meta = _data_meta(edge_store)
-        parts = parts // per_machine
-    t_assign = time.perf_counter() - t0
-    bar.update()
-    bar.set_postfix_str("relabel and write")
-    clear_out(out, num_parts)  # the input passed every check: now it replaces what was there
-    nodes = relabel_nodes(g, parts, num_parts)
-    writer = _PartWriter(g, nodes, built.pop(), out, halo_hops, node_names, edge_names, node_store, edge_store)
-    # Writing is gathers, sorts and file writes, which release the GIL: two threads use both cores.
-    # Node data needs the node numbering only: it is written while this thread numbers the edges.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        node_jobs = [pool.submit(writer.write_nodes, p) for p in range(num_parts)]
-        node_map = pool.submit(writer.write_mapping, "node", g.ntypes, nodes.new2old, nodes.ranges, g.ntype_offsets)
-        edges = writer.number_edges(parts)
-        bar.update()
-        edge_jobs = [pool.submit(writer.write_edges, p) for p in range(num_parts)]
-        for f in edge_jobs:
-            f.add_done_callback(lambda _: bar.update())
-        # this thread writes the edge map beside them: queued, it would run alone at the end
-        edge_files, orig_eids = writer.write_mapping("edge", g.canonical_etypes, edges.new2old, edges.ranges,
-                                                     g.etype_offsets)
-        if g.node_names is not None:
-            writer._save("mapping/node_names.npy", np.asarray(g.node_names))
-        for f in node_jobs:
-            f.result()
-        partitions, cuts = zip(*(f.result() for f in edge_jobs))
-        node_files, orig_nids = node_map.result()
-    mapping = {"node": node_files, "edge": edge_files,
-               "node_names": "mapping/node_names.npy" if g.node_names is not None else None}
-    bar.update()
-    bar.close()
-
-    stats = PartitionStats(
-        num_parts=num_parts,
-        part_nodes=[p.num_inner_nodes for p in partitions],
-        part_edges=[p.num_inner_edges for p in partitions],
-        part_halo=[p.num_local_nodes - p.num_inner_nodes for p in partitions],
-        part_train=np.bincount(parts[train], minlength=num_parts).tolist(),
-        edge_cut=sum(cuts) / g.num_edges() if g.num_edges() else 0.0,
-        assign_seconds=t_assign,
-        total_seconds=0.0,
-    )
-    config = config_json(
-        graph_name, g.num_nodes(), g.num_edges(), part_method, halo_hops, g.ntypes, g.canonical_etypes,
-        node_map={t: nodes.ranges[:, i].tolist() for i, t in enumerate(g.ntypes)},
-        edge_map={etype_key(c): edges.ranges[:, i].tolist() for i, c in enumerate(g.canonical_etypes)},
-        node_data=node_meta, edge_data=edge_meta, mapping=mapping, partitions=list(partitions))
-    stats.total_seconds = time.perf_counter() - t0
-    config["stats"] = stats.as_dict()
-    write_config(out / f"{graph_name}.json", json.dumps(config, indent=1))
+    with output_folder(out):  # an unusable folder fails now, not after METIS; one this run made goes on failure
+        check_out(out, graph_name, overwrite)
+        stats, orig_nids, orig_eids = _assign_and_write(
+            g, graph_name, num_parts, out, part_method, balance_ntypes, balance_edges, seed, halo_hops,
+            per_machine, node_weights, objtype, progress, t0)
     if not return_mapping:
         return stats
     import torch  # DGL returns tensors

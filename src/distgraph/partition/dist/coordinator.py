@@ -35,12 +35,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ...cluster.ip_config import parse_ip_config
 from ...data.chunked import ChunkedGraph, npy_file_array
 from ...errors import DistGraphError, PartitionError
 from ...files import private_files
+from ...progress import Progress
 from ...launch.ssh import SshOptions
 from ...rpc.auth import Credentials
 from ...rpc.transport import Connections, PeerError, RemoteError, Request
@@ -83,12 +83,11 @@ class _Hosts:
 
     def long(self, op: str, desc: str, total: int, arrays=(), unit: str = "edge", **fields) -> list:
         """A long operation on every host at once, its progress (`unit`s) shown while it runs."""
-        bar = tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=not self.progress, leave=False)
+        bar = Progress(total, desc, unit, enabled=self.progress, unit_scale=True)
         batch = self.conns.start([Request(h, {"op": op, **fields}, arrays) for h in range(self.num)], LONG_SECONDS)
         while batch.pending:
             done = self.each(P.PROGRESS)
-            bar.n = min(total, sum(r.header.get("done", 0) for r in done if r is not None))
-            bar.refresh()
+            bar.set(min(total, sum(r.header.get("done", 0) for r in done if r is not None)))
             if batch.pending:
                 time.sleep(PROGRESS_SECONDS)
         bar.close()

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ...arrays import unique_counts, unique_sorted
 from ...errors import PartitionError
 from ...files import check_space
+from ...progress import Progress
 from .buckets import Buckets
 from .source import StreamSource
 
@@ -54,8 +54,7 @@ def write_parhip(source: StreamSource, degree: np.ndarray, path: Path, vertex_we
     check_nodes(n)
     bounds = row_buckets(degree, max_entries)
     check_space(path.parent, 3 * 4 * int(degree.sum()) + 8 * n, "the partitioner's undirected graph")
-    bar = tqdm(total=source.num_edges(), desc="undirected graph", unit="edge", unit_scale=True,
-               disable=not progress, leave=False)
+    bar = Progress(source.num_edges(), "undirected graph", "edge", enabled=progress, unit_scale=True)
     with Buckets(path.parent, bounds.size - 1, ADJACENCY_COLUMNS, "adjacency") as buckets:
         spread_adjacency(source.chunks(), bounds, buckets, bar)
         buckets.finish()

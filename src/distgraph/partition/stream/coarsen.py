@@ -15,10 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ...arrays import unique_counts, unique_inverse
 from ...native import kernels
+from ...progress import Progress
 from .adjacency import ParhipGraph, RowRanges, row_buckets, write_rows
 from .buckets import Buckets
 
@@ -49,7 +49,7 @@ def propagate(ranges: RowRanges, label: np.ndarray, label_weight: np.ndarray, no
     rate = _rate_native if kernels() is not None else _rate_numpy
     scratch = [np.zeros(label_weight.size, dtype=np.int32), np.empty(0, dtype=np.int32)]
     graph = ranges.graph
-    bar = tqdm(total=rounds * graph.m, desc=desc, unit="entry", unit_scale=True, disable=not progress, leave=False)
+    bar = Progress(rounds * graph.m, desc, "entry", enabled=progress, unit_scale=True)
     for r in range(rounds):
         salt = np.uint64((seed * 1_000_003 + r) * 0x9E3779B97F4A7C15 % 2**64)
         moved = 0
@@ -142,7 +142,7 @@ def contract(ranges: RowRanges, coarse_of: np.ndarray, node_weight: np.ndarray, 
     c = int(coarse_of.max()) + 1
     coarse_weight = np.bincount(coarse_of, weights=node_weight, minlength=c).astype(np.int64)
     coarse_bounds = row_buckets(np.bincount(coarse_of, weights=ranges.deg, minlength=c).astype(np.int64), max_entries)
-    bar = tqdm(total=ranges.graph.m, desc="contract", unit="entry", unit_scale=True, disable=not progress, leave=False)
+    bar = Progress(ranges.graph.m, "contract", "entry", enabled=progress, unit_scale=True)
     with Buckets(path.parent, coarse_bounds.size - 1, {"row": np.int32, "col": np.int32}, "coarse") as buckets:
         for lo, hi, indptr, cols in ranges:
             cu, cv = np.repeat(coarse_of[lo:hi], np.diff(indptr)), coarse_of[cols]

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import PartitionError
+from ...progress import in_child
 from .adjacency import ParhipGraph
 from .coarsen import coarsened_parts
 
@@ -23,8 +24,9 @@ def kaminpar_parts(path: Path, num_parts: int, seed: int, imbalance: float = 0.0
     COARSEN_ABOVE_ENTRIES entries, on its clusters (then refined on the graph). `memory_efficient`
     takes KaMinPar's TeraPart configuration (the least memory per edge)."""
 
-    def run(file: Path, eps: float) -> np.ndarray:
-        return _kaminpar_file(file, num_parts, seed, eps, threads, memory_efficient)
+    def run(file: Path, eps: float) -> np.ndarray:  # KaMinPar holds the GIL: in a child Ctrl-C can stop
+        return in_child(_kaminpar_file, file.with_name(file.name + ".parts.npy"), file, num_parts, seed, eps,
+                        threads, memory_efficient)
 
     if ParhipGraph.open(path).m > COARSEN_ABOVE_ENTRIES:
         return coarsened_parts(path, num_parts, seed, imbalance, run, progress)

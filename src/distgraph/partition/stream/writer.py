@@ -23,21 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ...arrays import add_counts
 from ...errors import PartitionError
 from ...files import check_space, private_files
 from ...malloc import release_freed_memory
+from ...progress import Progress, wait_for
 from ..layout import DataSpec, check_name, config_json
-from ..out_folder import check_out, clear_out, write_config
+from ..out_folder import check_out, clear_out, output_folder, write_config
 from ..parts import SPLIT_MASKS, fill_empty_parts, node_mask, part_count, random_parts
 from ..report import PartitionStats
 from .adjacency import ParhipGraph, row_buckets, write_parhip
 from .kaminpar import kaminpar_parts
 from .buckets import Buckets, id_dtype
 from .numbering import EdgeRouter, Numbering, edge_columns, edge_ranges, number_nodes
-from .partwriter import EDGE_MAP, PartWriter, remove_files, write_node_maps
+from .partwriter import EDGE_MAP, PartWriter, write_node_maps
 from .source import StreamSource, from_array_graph
 
 MAX_BUCKETS = 200  # bucket files open at once (3 each): well under a process's open-file limit
@@ -85,8 +85,7 @@ def data_meta(store: dict[str, dict], counts: dict[str, int], kind: str) -> tupl
 def count_degrees(source: StreamSource, progress: bool = False) -> Degrees:
     n = source.num_nodes()
     in_deg, out_deg = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    bar = tqdm(total=source.num_edges(), desc="degrees", unit="edge", unit_scale=True, disable=not progress,
-               leave=False)
+    bar = Progress(source.num_edges(), "degrees", "edge", enabled=progress, unit_scale=True)
     for src, dst in source.chunks():
         add_counts(out_deg, src)
         add_counts(in_deg, dst)
@@ -154,11 +153,12 @@ def assign(source: StreamSource, deg: Degrees, num_parts: int, method: str, seed
             write_parhip(source, deg.in_deg + deg.out_deg, graph, weights, 2 * bucket_edges, progress)
         else:
             write_graph(graph, row_buckets(deg.in_deg + deg.out_deg, 2 * bucket_edges), 2 * bucket_edges)
-        with deg.on_disk(scratch):
+        with deg.on_disk(scratch), Progress(1, f"assign ({method})", enabled=progress) as bar, bar.ticking():
             if method == "kaminpar":
                 parts = kaminpar_parts(graph, num_parts, seed, threads=threads, progress=progress).astype(np.int64)
             else:
                 parts = _metis_on_file(graph, n, num_parts, seed, weights)
+            bar.update()
     finally:
         graph.unlink(missing_ok=True)
     return fill_empty_parts(parts, num_parts)
@@ -168,7 +168,8 @@ def _metis_on_file(graph: Path, n: int, num_parts: int, seed: int, weights: np.n
     from ..metis import part_graph
 
     xadj, adjncy = ParhipGraph.open(graph).rows(0, n)
-    return part_graph(xadj, adjncy, num_parts, None if weights is None else weights.reshape(n, 1), seed=seed)[0]
+    return wait_for(part_graph, xadj, adjncy, num_parts, None if weights is None else weights.reshape(n, 1),
+                    seed=seed)[0]
 
 
 def check_request(source: StreamSource, graph_name: str, num_parts: int, part_method: str):
@@ -201,10 +202,19 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
     t0 = time.perf_counter()
     num_parts, node_names, node_meta, edge_names, edge_meta = check_request(source, graph_name, num_parts,
                                                                             part_method)
-    n, m = source.num_nodes(), source.num_edges()
     out = Path(out_path)
-    out.mkdir(parents=True, exist_ok=True)
-    check_out(out, graph_name, overwrite)
+    with output_folder(out):  # a folder this run made goes if it fails; so do its files no config names
+        check_out(out, graph_name, overwrite)
+        return _stream_parts(source, graph_name, num_parts, out, part_method, balance_train, balance_edges, seed,
+                             parts, bucket_edges, threads, progress, t0, node_names, node_meta, edge_names, edge_meta)
+
+
+def _stream_parts(source: StreamSource, graph_name: str, num_parts: int, out: Path, part_method: str,
+                  balance_train: bool, balance_edges: bool, seed: int, parts: np.ndarray | None,
+                  bucket_edges: int | None, threads: int, progress: bool, t0: float, node_names: dict,
+                  node_meta: dict, edge_names: dict, edge_meta: dict) -> PartitionStats:
+    """`partition_stream`'s work in its held output folder."""
+    n, m = source.num_nodes(), source.num_edges()
     T, R = len(source.ntypes), len(source.canonical_etypes)
     if bucket_edges is None:  # about 80 bytes of working memory per edge of a bucket: a twentieth of the
         bucket_edges = int(np.clip(m // 20, 1 << 20, 1 << 23))  # edges, within [1M, 8M], keeps it near 4 B an edge
@@ -226,17 +236,14 @@ def partition_stream(source: StreamSource, graph_name: str, num_parts: int, out_
     numbering = number_nodes(source, parts, num_parts, deg.in_deg, bucket_edges)
     del parts  # the numbering holds the assignment: part p owns node_ranges[p]
     clear_out(out, num_parts)  # from here until the new config, nothing here loads
-    try:
-        metas, ranges, cut = _write_parts(source, out, deg, numbering, node_names, edge_names, progress)
-        node_files = write_node_maps(out, source, numbering.node_ranges, numbering.new2old)
-    except BaseException:
-        remove_files(out, range(num_parts), source, node_names, edge_names)
-        raise
+    metas, ranges, cut = _write_parts(source, out, deg, numbering, node_names, edge_names, progress)
+    node_files = write_node_maps(out, source, numbering.node_ranges, numbering.new2old)
     new2old = numbering.new2old
     train = node_mask(source.ntypes, source.ntype_offsets, source.node_data, "train_mask")
     part_train = [int(train[new2old[lo:hi]].sum()) for lo, hi in numbering.node_ranges[:, [0, -1], [0, 1]]]
     return write_partition_config(out, graph_name, source, part_method, node_meta, edge_meta, metas, node_files,
                                   numbering.node_ranges, ranges, cut, part_train, t0, t_assign)
+
 
 
 def write_partition_config(out: Path, graph_name: str, source: StreamSource, part_method: str, node_meta: dict,
@@ -286,7 +293,7 @@ def _write_parts(source, out, deg, numbering: Numbering, node_names, edge_names,
                         numbering.part_starts)
     columns = edge_columns(source.num_nodes(), m)
     with Buckets(out, numbering.bounds.size - 1, columns, "edges") as buckets:
-        bar = tqdm(total=m, desc="spread edges", unit="edge", unit_scale=True, disable=not progress, leave=False)
+        bar = Progress(m, "spread edges", "edge", enabled=progress, unit_scale=True)
         first = 0
         for src, dst in source.chunks():
             buckets.append(*router.route(src, dst, first))
