@@ -54,10 +54,10 @@ def test_udd_out_of_range_and_non_integer_ids(tmp_path):
     write_dict(tmp_path / "e", ["a", "b"])
     write_dict(tmp_path / "r", ["r"])
     (tmp_path / "t1").write_text("0\t0\t1\n1\t0\t2\n")
-    with pytest.raises(InputError, match=r"t1 triple 2: entity id 2 is outside \[0, 2\)"):
+    with pytest.raises(InputError, match=r"t1 line 2: entity id 2 is outside \[0, 2\)"):
         load_dataset(tmp_path, "toy", "udd_hrt", ["e", "r", "t1"])
     (tmp_path / "t2").write_text("0\tx\t1\n")
-    with pytest.raises(InputError, match="t2 triple 1: relation id 'x' is not an integer.*raw_udd"):
+    with pytest.raises(InputError, match="t2 line 1: relation id 'x' is not an integer.*raw_udd"):
         load_dataset(tmp_path, "toy", "udd_hrt", ["e", "r", "t2"])
 
 

@@ -16,7 +16,11 @@ import numpy as np
 from ..errors import InputError
 from .config import EvalConfig, TrainConfig
 from .data.formats import KGData, load_dataset
+from .data.triples import row_blocks
 from .saved_model import SavedModel, load_model
+
+
+KEY_ROWS = 1 << 25  # rows whose repeats are counted at once (16 bytes each)
 
 
 def say(text: str) -> None:
@@ -39,7 +43,10 @@ def process_count(cfg: TrainConfig, data: KGData) -> int:
     with --rel_part, where a process takes whole relations); says what it used, and warns when
     the processes outnumber the cores."""
     if cfg.rel_part:
-        work, unit = int(np.count_nonzero(np.bincount(data.train[:, 1], minlength=data.n_relations))), "relation"
+        used = np.zeros(data.n_relations, dtype=bool)
+        for block in row_blocks(data.train):
+            used[block[:, 1]] = True
+        work, unit = int(np.count_nonzero(used)), "relation"
     else:
         work, unit = len(data.train), "training triple"
     n = min(cfg.num_proc, work)
@@ -60,9 +67,10 @@ def data_warnings(data: KGData) -> list[str]:
     out = []
     train = data.train
     trained_ent = np.zeros(data.n_entities, dtype=bool)
-    trained_ent[train[:, 0]] = trained_ent[train[:, 2]] = True
     trained_rel = np.zeros(data.n_relations, dtype=bool)
-    trained_rel[train[:, 1]] = True
+    for block in row_blocks(train):
+        trained_ent[block[:, 0]] = trained_ent[block[:, 2]] = True
+        trained_rel[block[:, 1]] = True
     counts, new_ent, new_rel = [], np.zeros_like(trained_ent), np.zeros_like(trained_rel)
     for name, split in (("valid", data.valid), ("test", data.test)):
         if split is None or not len(split):
@@ -85,15 +93,33 @@ def data_warnings(data: KGData) -> list[str]:
 
 
 def _repeated_rows(triples: np.ndarray, n_entities: int, n_relations: int) -> int:
-    """Rows of (h, r, t) equal to an earlier row: one sort of a key per row."""
+    """Rows of (h, r, t) equal to an earlier row, counted by sorting the rows of one share of the
+    heads (h mod shares) at a time, so that a big graph's keys are never all in memory."""
     if len(triples) < 2:
         return 0
-    hr = triples[:, 0] * n_relations + triples[:, 1]
-    if n_entities * n_relations * n_entities < 2 ** 63:
-        key = np.sort(hr * n_entities + triples[:, 2])
+    shares = -(-len(triples) // KEY_ROWS)
+    repeats = 0
+    for share in range(shares):
+        hr, t = [], []
+        for block in row_blocks(triples):
+            rows = block[block[:, 0] % shares == share] if shares > 1 else block
+            hr.append(rows[:, 0] // shares * np.int64(n_relations) + rows[:, 1])
+            t.append(rows[:, 2].astype(np.int64))
+        repeats += _repeats(np.concatenate(hr), np.concatenate(t), n_entities)
+    return repeats
+
+
+def _repeats(hr: np.ndarray, t: np.ndarray, n_entities: int) -> int:
+    """Pairs (hr, t) equal to an earlier pair: one sort of the int64 key hr * n_entities + t, or a
+    sort by hr then t where that key would not fit in 63 bits."""
+    if len(hr) < 2:
+        return 0
+    if (int(hr.max()) + 1) * n_entities <= 2 ** 63:
+        key = hr * n_entities + t
+        key.sort()
         return int(np.count_nonzero(key[1:] == key[:-1]))
-    order = np.lexsort((triples[:, 2], hr))
-    hr, t = hr[order], triples[order, 2]
+    order = np.lexsort((t, hr))
+    hr, t = hr[order], t[order]
     return int(np.count_nonzero((hr[1:] == hr[:-1]) & (t[1:] == t[:-1])))
 
 
@@ -135,6 +161,8 @@ def prepare_eval(cfg: EvalConfig) -> EvalInputs:
     data = load_dataset(cfg.data_path or t.data_path, cfg.dataset or t.dataset, cfg.format or t.format,
                         cfg.data_files or t.data_files, cfg.delimiter or t.delimiter,
                         entities=saved.entities, relations=saved.relations)
+    data = replace(data, **{k: np.asarray(getattr(data, k), dtype=np.int64) for k in ("train", "valid", "test")
+                            if getattr(data, k) is not None})  # ranking builds keys of int64 ids
     if data.test is None:
         raise InputError("no test triples to evaluate: give --data_files TRAIN VALID TEST")
     for line in data_warnings(data):

@@ -28,6 +28,7 @@ from ..errors import InputError
 from ..files import private_files
 from .config import TrainConfig, check_model, table_widths
 from .data.formats import read_dict, write_dict
+from .data.names import Names
 
 _SUFFIX = {"entity": "_entity", "relation": "_relation", "projection": "projection"}
 ENTITY_DICT = "entities.dict"
@@ -72,17 +73,17 @@ def _table_file(path: Path, cfg: TrainConfig, table: str) -> Path:
     return path / f"{cfg.dataset}_{cfg.model_name}{_SUFFIX[table]}.npy"
 
 
-def _parquet_table(names: list[str], columns: dict[str, np.ndarray]):
+def _parquet_table(names: Names, columns: dict[str, np.ndarray]):
     import pyarrow as pa
 
-    arrays = {"id": pa.array(np.arange(len(names), dtype=np.int64)), "name": pa.array(names, type=pa.string())}
+    arrays = {"id": pa.array(np.arange(len(names), dtype=np.int64)), "name": names.to_arrow()}
     for key, a in columns.items():
         a = np.ascontiguousarray(a, dtype=np.float32).reshape(len(names), -1)
         arrays[key] = pa.FixedSizeListArray.from_arrays(pa.array(a.reshape(-1)), a.shape[1])
     return pa.table(arrays)
 
 
-def _write_result_tables(path: Path, tables: dict, entities: list[str], relations: list[str]) -> None:
+def _write_result_tables(path: Path, tables: dict, entities: Names, relations: Names) -> None:
     """The two Parquet tables of a model whose `tables` are {"entity", "relation"[, "projection"]}:
     the entities' `emb`, the relations' `emb` (and TransR's `projection`, flattened)."""
     import pyarrow.parquet as pq
@@ -98,9 +99,10 @@ def _write_result_tables(path: Path, tables: dict, entities: list[str], relation
 
 
 @private_files()
-def save_model(path: Path, cfg: TrainConfig, tables: dict[str, np.ndarray], entities: list[str],
-               relations: list[str]) -> None:
+def save_model(path: Path, cfg: TrainConfig, tables: dict[str, np.ndarray], entities: Names | list[str],
+               relations: Names | list[str]) -> None:
     """Write the embeddings (rows in the original ids), the id maps and config.json into `path`."""
+    entities, relations = Names.of(entities), Names.of(relations)
     path.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
         np.save(_table_file(path, cfg, name), np.asarray(table))
@@ -119,8 +121,8 @@ class SavedModel:
 
     cfg: TrainConfig
     tables: dict[str, np.ndarray]
-    entities: list[str]
-    relations: list[str]
+    entities: Names
+    relations: Names
 
 
 def load_model(path: str | Path) -> SavedModel:

@@ -53,7 +53,7 @@ def partition_folder(data_path: str | Path, dataset: str) -> Path:
 def kg_graph(data: KGData, importance: np.ndarray | None = None) -> ArrayGraph:
     """Entities as nodes, training triples as edges with their relation (and importance), in
     numpy arrays: partitioning a KG never imports torch."""
-    h, r, t = (np.ascontiguousarray(data.train[:, i]) for i in range(3))
+    h, r, t = (np.ascontiguousarray(data.train[:, i], dtype=np.int64) for i in range(3))
     edata = {"rel": r}
     if importance is not None:
         edata["importance"] = np.ascontiguousarray(importance, dtype=np.float32)

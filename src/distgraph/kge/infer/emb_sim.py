@@ -13,7 +13,7 @@ import torch
 
 from ...errors import InputError
 from .config import EmbSimConfig
-from .query import Names, RunningTopK, read_ids, row_topk
+from .query import Mapping, RunningTopK, read_ids, row_topk
 
 BLOCK = 1 << 22  # similarities computed at once
 
@@ -41,7 +41,7 @@ def emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
     if not path.is_file():
         raise InputError(f"--emb_file {path} does not exist; pass an embedding table (.npy) such as a saved "
                          f"model's <dataset>_<model>_entity.npy")
-    names = Names(cfg.mfile, "--mfile") if cfg.raw_data else None
+    names = Mapping(cfg.mfile, "--mfile") if cfg.raw_data else None
     try:
         emb = torch.from_numpy(np.load(path, allow_pickle=False)).float()
     except (ValueError, OSError) as exc:
@@ -76,5 +76,5 @@ def emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
             l, r, s = (torch.cat([p[j].reshape(-1) for p in pieces]) for j in range(3))
     l, r = l.numpy(), r.numpy()
     if names is not None:
-        l, r = names.names[l], names.names[r]
+        l, r = names.strings(l), names.strings(r)
     return {"left": l, "right": r, "score": s.float().numpy()}

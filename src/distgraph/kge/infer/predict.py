@@ -19,7 +19,7 @@ from ...errors import InputError
 from ..models import create_model
 from ..saved_model import load_model
 from .config import PredictConfig
-from .query import Names, RunningTopK, read_ids, row_topk
+from .query import Mapping, RunningTopK, read_ids, row_topk
 
 BLOCK = 1 << 22  # scores computed at once
 
@@ -59,7 +59,7 @@ def _lists(cfg: PredictConfig, scorer: Scorer):
     counts = {"h": len(scorer.saved.entities), "r": len(scorer.saved.relations), "t": len(scorer.saved.entities)}
     entity_map = cfg.entity_mfile or Path(cfg.model_path) / "entities.dict"
     rel_map = cfg.rel_mfile or Path(cfg.model_path) / "relations.dict"
-    names = {"h": Names(entity_map, "--entity_mfile"), "r": Names(rel_map, "--rel_mfile")} if cfg.raw_data else {}
+    names = {"h": Mapping(entity_map, "--entity_mfile"), "r": Mapping(rel_map, "--rel_mfile")} if cfg.raw_data else {}
     names["t"] = names.get("h")
     what = {"h": "head entity", "r": "relation", "t": "tail entity"}
     files = iter(cfg.data_files or [])
@@ -125,5 +125,5 @@ def predict(cfg: PredictConfig) -> dict[str, np.ndarray]:
         h, r, t, s = (torch.cat([p[i].reshape(-1) for p in pieces]) for i in range(4))
     h, r, t = h.numpy(), r.numpy(), t.numpy()
     if cfg.raw_data:
-        h, r, t = names["h"].names[h], names["r"].names[r], names["t"].names[t]
+        h, r, t = names["h"].strings(h), names["r"].strings(r), names["t"].strings(t)
     return {"head": h, "rel": r, "tail": t, "score": s.float().numpy()}

@@ -15,8 +15,8 @@ from ...errors import InputError
 from ..data.formats import read_dict
 
 
-class Names:
-    """A dictionary file: names by id, and ids of names (a sorted index, no per-name dict)."""
+class Mapping:
+    """A mapping file of `--raw_data` (`id<TAB>name` lines): its names by id (`data.names.Names`)."""
 
     def __init__(self, path: str | Path | None, flag: str):
         if path is None:
@@ -24,18 +24,18 @@ class Names:
         self.path = Path(path)
         if not self.path.is_file():
             raise InputError(f"mapping file {self.path} ({flag}) does not exist")
-        self.names = np.array(read_dict(self.path), dtype=str)
-        self._order = np.argsort(self.names, kind="stable")
+        self.names = read_dict(self.path)
 
     def ids(self, names: np.ndarray) -> np.ndarray:
-        """The id of each name; -1 for a name the dictionary lacks."""
-        sorted_names = self.names[self._order]
-        pos = np.clip(np.searchsorted(sorted_names, names), 0, max(len(sorted_names) - 1, 0))
-        found = sorted_names[pos] == names if len(sorted_names) else np.zeros(len(names), bool)
-        return np.where(found, self._order[pos], -1)
+        """The id of each name; -1 for a name the file lacks."""
+        return self.names.ids(names)
+
+    def strings(self, ids: np.ndarray) -> np.ndarray:
+        """The names of `ids`, as an array of strings."""
+        return self.names.take(ids).to_arrow().to_numpy(zero_copy_only=False)
 
 
-def read_ids(path: str | Path, count: int, what: str, names: Names | None = None) -> np.ndarray:
+def read_ids(path: str | Path, count: int, what: str, names: Mapping | None = None) -> np.ndarray:
     """The ids listed in `path`, one a line: integers in [0, count), or (with `names`) names."""
     path = Path(path)
     if not path.is_file():
