@@ -46,13 +46,23 @@ def test_partition_an_edge_list_and_a_heterogeneous_graph(tmp_path, capsys):
         (["--input", "{tmp}/bad.txt"], "bad.txt line 2: expected 2 fields"),
         (["--input", "{tmp}/cut.npz"], "cut.npz is not a readable .npz file"),
         (["--input", "{tmp}/ok.txt", "--out", "{tmp}/ok.txt"], "--out .*ok.txt is an existing file; pass a folder"),
-        (["--input", "{tmp}/ok.txt", "--out", "{tmp}/ok.txt/sub"], "cannot create the output folder .*ok.txt/sub: Not a directory"),
+        (["--input", "{tmp}/ok.txt", "--out", "{tmp}/ok.txt/sub"],
+         "cannot create the output folder .*ok.txt/sub: Not a directory"),
+        (["--input", "{tmp}/huge_id.txt"], "node id 9223372036854775807 leaves no room for the node count"),
+        (["--input", "{tmp}/far_id.txt"], "needs about .* GiB and this machine has .* renumber the nodes from 0"),
+        (["--input", "{tmp}/chunked_trunc"], r"_N-_E-_N-1.npy is truncated: its header declares int64\[400, 2\]"),
+        (["--input", "{tmp}/chunked_float"], "chunk .*_N-_E-_N-1.npy holds float64 values: an edge chunk holds integer"),
+        (["--input", "{tmp}/chunked_cols"], r"chunk .*_N-_E-_N-1.npy has shape \(400, 3\): an edge chunk has 2 columns"),
         (["generate", "mag", "--num_papers", "0", "--out", "{tmp}/m.npz"], "generate_mag needs num_papers >= 1, got 0"),
         (["generate", "sbm", "--num_nodes", "50", "--out", "{tmp}"], "is not empty; give a new folder"),
     ],
 )
 def test_bad_input_is_one_line_without_traceback(tmp_path, args, message):
     (tmp_path / "bad.txt").write_text("0 1\n2\n")
+    (tmp_path / "huge_id.txt").write_text("0 1\n1 9223372036854775807\n")
+    (tmp_path / "far_id.txt").write_text(f"0 1\n1 {2**40}\n2 0\n3 1\n")
+    if "chunked" in args[1]:
+        _broken_chunk(tmp_path / args[1].split("/")[-1], args[1].rsplit("_", 1)[-1])
     (tmp_path / "ok.txt").write_text("0 1\n1 2\n")
     (tmp_path / "cut.npz").write_bytes(b"PK\x03\x04 truncated")
     args = [a.format(tmp=tmp_path) for a in args]
@@ -63,6 +73,23 @@ def test_bad_input_is_one_line_without_traceback(tmp_path, args, message):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert re.search(message, proc.stderr)
+
+
+def _broken_chunk(folder, how: str) -> None:
+    """A chunked graph whose second edge chunk is truncated, of floats, or of 3 columns."""
+    import numpy as np
+
+    from distgraph.data.sbm_chunked import generate_sbm_chunked
+
+    generate_sbm_chunked(folder, 300, 1200, feat_dim=2, chunk_edges=400, progress=False)
+    path = folder / "edges" / "_N-_E-_N-1.npy"
+    a = np.load(path)
+    if how == "trunc":
+        path.write_bytes(path.read_bytes()[:-100])
+    elif how == "float":
+        np.save(path, a.astype(np.float64) + 0.5)
+    else:
+        np.save(path, np.concatenate([a, a[:, :1]], 1))
 
 
 def test_more_parts_than_nodes_from_the_command_line(tmp_path):

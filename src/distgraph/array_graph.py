@@ -123,6 +123,9 @@ class ArrayGraph(LocalScope):
         min_id = int(min(self.src.min(), self.dst.min())) if len(self.src) else 0
         if min_id < 0:
             raise InputError(f"node ids must be >= 0, found {min_id}")
+        if max_id >= np.iinfo(np.int64).max:
+            raise InputError(f"node id {max_id} leaves no room for the node count in 64 bits: ids are used as they "
+                             f"are (the graph would have {max_id + 1} nodes); renumber the nodes from 0")
         if num_nodes is None:
             num_nodes = max_id + 1
         num_nodes = as_count(num_nodes, "num_nodes")

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         from ..partition.stream import open_source
 
         source = open_source(args.input)  # headers only: nothing of the edges is read yet
-        choice = choose(source.num_edges(), args.part_method, True, _in_memory_only(args), budget)
+        choice = choose(source.num_edges(), source.num_nodes(), args.part_method, True, _in_memory_only(args), budget)
         if choice.streaming:
             return _run_streaming(args, source, choice)
     return _run_in_memory(args, budget)
@@ -197,7 +197,7 @@ def _run_in_memory(args: argparse.Namespace, budget: int) -> int:
         g = add_reverse_edges(g)
     load_seconds = time.perf_counter() - t0
     print(f"{args.input or args.dataset}: {g.num_nodes():,} nodes, {g.num_edges():,} edges, node types {g.ntypes}")
-    choice = choose(g.num_edges(), args.part_method, False, _in_memory_only(args), budget)
+    choice = choose(g.num_edges(), g.num_nodes(), args.part_method, False, _in_memory_only(args), budget)
     print(f"partitioner: {choice.why}")
     stats = partition_graph(
         g, args.graph_name, args.num_parts, args.out, part_method=choice.method,

@@ -17,6 +17,7 @@ anything else; edges come a chunk at a time, numpy chunks memory-mapped, and dat
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,9 +64,12 @@ class ChunkFile:
         if a.shape[0] != self.rows:
             raise InputError(f"chunk {self.path} has {a.shape[0]} rows but {METADATA} says {self.rows}; "
                              f"fix the counts or the file")
-        if columns is not None and (a.ndim != 2 or a.shape[1] < columns):
-            raise InputError(f"chunk {self.path} has shape {a.shape}: an edge chunk needs {columns} columns "
+        if columns is not None and (a.ndim != 2 or a.shape[1] != columns):
+            raise InputError(f"chunk {self.path} has shape {tuple(a.shape)}: an edge chunk has {columns} columns "
                              f"(source, destination)")
+        if columns is not None and np.dtype(a.dtype).kind not in "iu":
+            raise InputError(f"chunk {self.path} holds {a.dtype} values: an edge chunk holds integer node ids; "
+                             f"convert it (e.g. np.save(path, a.astype(np.int64)))")
         return a
 
 
@@ -240,13 +244,19 @@ class ChunkedGraph:
 
 
 def npy_file_array(path: Path, transposed_ok: bool = False) -> FileArray:
-    """A `.npy` file as a `FileArray` (its header read, its data left in the file). A Fortran-order
-    array is taken only with `transposed_ok`, as the C-order array of its transpose."""
+    """A `.npy` file as a `FileArray` (its header read, its data left in the file, checked to be
+    all there). A Fortran-order array is taken only with `transposed_ok`, as the C-order array of
+    its transpose."""
     with open(path, "rb") as f:
         shape, fortran, dtype, offset = read_npy_header(f)
+        size = os.fstat(f.fileno()).st_size
     if dtype.hasobject or (fortran and not transposed_ok) or not dtype.isnative:
         raise ValueError(f"{dtype} {'Fortran-order ' if fortran else ''}arrays are not read here; save C-order "
                          f"native numbers")
+    want = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if size - offset < want:
+        raise InputError(f"{path} is truncated: its header declares {dtype}{list(shape)} ({want:,} bytes of data) "
+                         f"but it holds {max(size - offset, 0):,}; copy or regenerate the file")
     a = FileArray(path, offset, dtype, shape[::-1] if fortran else shape)
     a.transposed = fortran
     return a

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import PartitionError
+
 IN_MEMORY_BYTES_PER_EDGE = 170
+IN_MEMORY_BYTES_PER_NODE = 64  # degrees, parts, the numbering and its inverse, the CSC's offsets
 BUDGET_SHARE = 8  # the default budget: this machine's memory / BUDGET_SHARE
 
 
@@ -30,14 +33,33 @@ def default_budget() -> int:
     return psutil.virtual_memory().total // BUDGET_SHARE
 
 
-def choose(num_edges: int, requested: str | None, streamable: bool, in_memory_only: str | None,
-           budget: int) -> Choice:
-    """The partitioner for a graph of `num_edges` edges: `requested` (a --part_method) or the
-    automatic choice; `streamable`: the input can be read as a stream (.npz, chunked format);
-    `in_memory_only`: why this run needs the whole graph in memory (an option), if it does."""
-    need = IN_MEMORY_BYTES_PER_EDGE * num_edges
+def available_memory() -> int:
+    """Bytes of memory this machine has free for a new job (psutil's available)."""
+    import psutil
+
+    return psutil.virtual_memory().available
+
+
+def choose(num_edges: int, num_nodes: int, requested: str | None, streamable: bool, in_memory_only: str | None,
+           budget: int, available: int | None = None) -> Choice:
+    """The partitioner for a graph of `num_nodes` nodes and `num_edges` edges: `requested` (a
+    --part_method) or the automatic choice; `streamable`: the input can be read as a stream
+    (.npz, chunked format); `in_memory_only`: why this run needs the whole graph in memory (an
+    option), if it does. A graph the in-memory path would run out of this machine's memory with
+    (`available`) is refused before the kernel's OOM killer can end the run with no word."""
+    need = IN_MEMORY_BYTES_PER_EDGE * num_edges + IN_MEMORY_BYTES_PER_NODE * num_nodes
     fits = need <= budget
-    size = f"{num_edges:,} edges need about {need / 2**30:.1f} GiB in memory, the budget is {budget / 2**30:.1f} GiB"
+    size = (f"{num_nodes:,} nodes and {num_edges:,} edges need about {need / 2**30:.1f} GiB in memory, the budget "
+            f"is {budget / 2**30:.1f} GiB")
+    available = available_memory() if available is None else available
+    if need > available and (not streamable or in_memory_only is not None):
+        hint = (f"the node ids run up to {num_nodes - 1:,} for {num_edges:,} edges: ids are used as they are, so "
+                f"renumber the nodes from 0 (or write them as strings)" if num_nodes > 16 * max(num_edges, 1) else
+                f"{in_memory_only or 'this input is read whole'}: write it as a chunked folder (distgraph can stream "
+                f"it) or partition across hosts (--ip_config)")
+        raise PartitionError(f"partitioning in memory needs about {need / 2**30:.1f} GiB and this machine has "
+                             f"{available / 2**30:.1f} GiB available ({num_nodes:,} nodes, {num_edges:,} edges); "
+                             f"{hint}")
     if requested is not None:
         streaming = streamable and in_memory_only is None and (requested == "kaminpar" or not fits)
         where = "streaming" if streaming else "in memory"
