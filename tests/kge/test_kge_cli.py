@@ -1,6 +1,7 @@
 """`distgraph kge train|eval` flags: every dglke_train flag parses, defaults are DGL-KE's, errors are clear."""
 
 import argparse
+import re
 
 import pytest
 
@@ -8,6 +9,7 @@ from distgraph.cli import kge as cli
 from distgraph.cli import main as cli_main
 from distgraph.errors import InputError
 from distgraph.kge import EvalConfig, TrainConfig
+from distgraph.kge.config import inert_flags
 
 
 def _parser():
@@ -142,3 +144,27 @@ def test_dist_train_and_partition_take_dglke_flags():
     assert cli.train_config(args).regularization_coef == 1e-9
     part = _parser().parse_args(["kge", "partition", "--dataset", "FB15k", "-k", "4", "--data_path", "/w"])
     assert part.func is cli.partition_command and part.num_parts == 4 and part.part_method == "metis"
+
+
+def test_dist_train_says_what_its_flags_mean_before_anything_starts(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ip.txt").write_text("127.0.0.1 30050\n")
+    base = ["kge", "dist-train", "--path", str(tmp_path / "ws"), "--dataset", "FB15k", "--data_path", "d"]
+    cases = [([*base, "--ip_config", "ip.txt", "--num_proc", "4"], "pass --num_client_proc 4 instead"),
+             ([*base, "--ip_config", "ip.txt", "--ssh_key", "nokey"], rf"--ssh_key nokey does not exist \(looked for "
+                                                                      rf"{tmp_path}/nokey\)"),
+             ([*base, "--ip_config", "ws/ip.txt"], rf"--ip_config ws/ip.txt does not exist \(looked for "
+                                                   rf"{tmp_path}/ws/ip.txt: a relative path starts where")]
+    for argv, message in cases:
+        assert cli_main.main(argv) == 2
+        err = capsys.readouterr().err
+        assert re.search(message, err) and len(err.strip().splitlines()) == 1, err
+
+
+def test_flags_that_change_nothing_here_are_said_at_the_start():
+    cfg = TrainConfig(async_update=True, mix_cpu_gpu=True, gpu=[-1], rel_part=True, force_sync_interval=5)
+    lines = inert_flags(cfg, processes=1)
+    assert [line.split()[1] for line in lines] == ["--async_update", "--mix_cpu_gpu", "--gpu", "--rel_part",
+                                                    "--force_sync_interval"]
+    assert [line.split()[1] for line in inert_flags(cfg, processes=4)] == ["--async_update", "--mix_cpu_gpu", "--gpu"]
+    assert inert_flags(TrainConfig(), processes=1) == []

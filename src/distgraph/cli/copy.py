@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from ..errors import InputError
 from ..launch.ssh import SshOptions
 
 
@@ -18,6 +20,12 @@ def add_ssh_args(p: argparse.ArgumentParser) -> None:
 
 
 def ssh_options(args: argparse.Namespace) -> SshOptions:
+    """The ssh settings of the command line; a key or configuration file that does not exist is
+    an error before any host is reached."""
+    for flag, value in (("--ssh_key", args.ssh_key), ("--ssh_config", args.ssh_config)):
+        if value is not None and not Path(value).expanduser().is_file():
+            raise InputError(f"{flag} {value} does not exist (looked for {Path(value).expanduser().absolute()}); "
+                             f"give the file's path")
     return SshOptions(args.ssh_port, args.ssh_username, args.ssh_key, args.ssh_config)
 
 

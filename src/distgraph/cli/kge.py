@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import fields
+from pathlib import Path
 
 from ..kge.config import LOSS_GENRES, MODEL_ALIASES, MODEL_NAMES, EvalConfig, TrainConfig, field_defaults
 from ..errors import InputError
@@ -206,11 +207,19 @@ def partition_command(args: argparse.Namespace) -> int:
 
 
 def dist_train_command(args: argparse.Namespace) -> int:
-    """`distgraph kge dist-train`."""
+    """`distgraph kge dist-train`: DGL-KE's `dglke_dist_train` flags, meaning what they mean there
+    (`--num_client_proc` trainers per machine, `--ip_config` where the command is run)."""
     from ..kge.pipeline import DistOptions, dist_train_kge
 
-    dist_train_kge(train_config(args), DistOptions(args.path, args.ip_config, args.num_client_proc, args.part_config,
-                                                   ssh_options(args)))
+    if args.num_proc != field_defaults(TrainConfig)["num_proc"]:
+        raise InputError(f"kge dist-train runs --num_client_proc trainers on each machine, as dglke_dist_train does; "
+                         f"--num_proc is kge train's: pass --num_client_proc {args.num_proc} instead")
+    ip_config = Path(args.ip_config).expanduser()
+    if not ip_config.is_file():
+        raise InputError(f"--ip_config {args.ip_config} does not exist (looked for {ip_config.absolute()}: a relative "
+                         f"path starts where the command runs, as in dglke_dist_train)")
+    dist_train_kge(train_config(args), DistOptions(args.path, str(ip_config.absolute()), args.num_client_proc,
+                                                   args.part_config, ssh_options(args)))
     return 0
 
 

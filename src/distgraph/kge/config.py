@@ -175,6 +175,24 @@ class EvalConfig:
         return self
 
 
+def inert_flags(cfg: TrainConfig, processes: int) -> list[str]:
+    """A line for each flag given that changes nothing here (DGL-KE's flags are all accepted),
+    so a user reading the log can tell: `processes` is the number of trainers that will run."""
+    out = []
+    if cfg.async_update:
+        out.append("--async_update changes nothing: each process already applies its own updates as it goes "
+                   "(Hogwild), without waiting for the others")
+    if cfg.mix_cpu_gpu:
+        out.append("--mix_cpu_gpu changes nothing: the embeddings are in CPU memory and the computing is on CPUs")
+    if cfg.gpu:
+        out.append("--gpu -1 changes nothing: it is DGL-KE's CPU setting, distgraph's only one")
+    if processes == 1 and cfg.rel_part:
+        out.append("--rel_part changes nothing with one training process (it shares relations out among several)")
+    if processes == 1 and cfg.force_sync_interval > 0:
+        out.append("--force_sync_interval changes nothing with one training process (nothing to wait for)")
+    return [f"note: {line}" for line in out]
+
+
 def check_cpu(gpu: list[int] | None) -> None:
     """DGL-KE's `--gpu -1` (its default) means the CPU, which is where distgraph computes;
     `--mix_cpu_gpu` keeps the embeddings in CPU memory, as they always are here. A GPU id

@@ -27,7 +27,7 @@ from typing import TextIO
 
 from ..errors import DistGraphError, InputError
 from ..launch.ssh import SshOptions
-from .config import EvalConfig, TrainConfig, check_model, table_widths
+from .config import EvalConfig, TrainConfig, check_model, inert_flags, table_widths
 from .data.formats import KGData
 from .data.partition import partition_folder, partition_kg
 from .prepare import prepare_eval, prepare_train
@@ -106,6 +106,8 @@ def train_kge(cfg: TrainConfig, out: TextIO | None = None) -> RunResult:
     cfg, data = prepare_train(cfg)
     reporter = Reporter(cfg.num_proc, cfg.max_step, out=out, began=t0)
     reporter.write(_describe(data, time.perf_counter() - t0))
+    for line in inert_flags(cfg, cfg.num_proc):
+        reporter.write(line, err=True)
     save_dir = None if cfg.no_save_emb else next_model_dir(cfg.save_path, cfg.model_name, cfg.dataset).absolute()
     choice = partitions_for(cfg, data)
     if cfg.num_entity_partitions > 1 or cfg.memory_budget is not None:
@@ -223,6 +225,8 @@ def dist_train_kge(cfg: TrainConfig, opts: DistOptions, out: TextIO | None = Non
     reporter = Reporter(len(machines) * opts.num_client_proc, cfg.max_step, out=out, began=t0)
     reporter.write(f"{cfg.dataset}: training on {len(machines)} machines x {opts.num_client_proc} trainers "
                    f"({part_config})")
+    for line in inert_flags(cfg, len(machines) * opts.num_client_proc):
+        reporter.write(line, err=True)
     # trainer 0 saves on its machine, in the workspace (named here from what this host's copy holds)
     local = Path(opts.path).expanduser() / cfg.save_path
     save_dir = None if cfg.no_save_emb else next_model_dir(cfg.save_path, cfg.model_name, cfg.dataset).parent / \
