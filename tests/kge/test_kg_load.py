@@ -107,7 +107,7 @@ def test_a_bad_line_far_into_a_file_is_named_from_its_own_chunk(tmp_path, monkey
     lines = [f"{i % 100}\t0\t{(i * 7) % 100}" for i in range(200_000)]
     lines[1499] = "3\t0\tx"
     (tmp_path / "t").write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr(text, "CHUNK_BYTES", 4096)
+    _chunked(monkeypatch, 4096)
     read = []
     real = triples.chunks
 
@@ -120,6 +120,7 @@ def test_a_bad_line_far_into_a_file_is_named_from_its_own_chunk(tmp_path, monkey
     with pytest.raises(InputError, match=r"t line 1500: entity id 'x' is not an integer"):
         load_dataset(tmp_path, "kg", "udd_hrt", ["e", "r", "t"])
     assert len(read) <= 1500 * 9 // 4096 + 2  # the chunks up to the bad line, not the 200,000 lines
+    assert not list((tmp_path / ".distgraph-cache").iterdir())  # nor the files it was writing
 
 
 @pytest.mark.parametrize("line, match", [
@@ -245,3 +246,16 @@ def test_repeated_triples_are_counted_a_share_of_heads_at_a_time(monkeypatch):
     monkeypatch.setattr(triples, "BLOCK_ROWS", 300)
     assert _repeated_rows(t, 30, 4) == want
     assert _repeated_rows(t, 3 * 10 ** 17, 4) == want  # a sort by (h, r) then t: h * r * t needs more than 63 bits
+
+
+@pytest.mark.parametrize("fmt, files", [("udd_hrt", ["e", "r", "t"]), ("raw_udd_hrt", ["t"])])
+def test_an_importance_that_is_not_a_number_names_its_line(tmp_path, fmt, files):
+    write_dict(tmp_path / "e", ["0", "1"])
+    write_dict(tmp_path / "r", ["0"])
+    (tmp_path / "t").write_text("0\t0\t1\t0.5\n\n1\t0\t0\t1e-3\n1\t0\t1\thigh\n0\t0\t0\t2\n")
+    with pytest.raises(InputError, match=r"t line 4: with --has_edge_importance the 4th column must be a number "
+                                         r"\(the triple's importance\), found 'high'"):
+        load_dataset(tmp_path, "kg", fmt, files, with_importance=True)
+    (tmp_path / "t").write_text("0\t0\t1\t0.5\n\n1\t0\t0\t1e-3\n")
+    assert load_dataset(tmp_path, "kg", fmt, files, with_importance=True).importance.tolist() == \
+        pytest.approx([0.5, 1e-3])

@@ -18,6 +18,7 @@ object per name; a dictionary of integer-id input is only read for its names whe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from itertools import permutations
 from pathlib import Path
 
@@ -76,7 +77,11 @@ def read_dict(path: str | Path, delimiter: str = "\t") -> Names:
     path = Path(path)
     check_file(path, "dictionary")
     count, _ = _scan_dict(path, delimiter, keep=False)
-    return Names.deferred(count, lambda: _scan_dict(path, delimiter, keep=True)[1])
+    return Names.deferred(count, partial(_dict_names, path, delimiter))
+
+
+def _dict_names(path: Path, delimiter: str) -> Names:
+    return _scan_dict(path, delimiter, keep=True)[1]
 
 
 def _scan_dict(path: Path, delimiter: str, keep: bool) -> tuple[int, Names | None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -112,18 +113,15 @@ class Names(Sequence[str]):
 
     @classmethod
     def deferred(cls, count: int, make: Callable[[], Names]) -> Names:
-        """`count` names that `make` reads when they are first used."""
+        """`count` names that `make` (picklable, as a Names may travel to another process) reads when first used."""
         out = cls(np.empty(0, dtype=np.uint8), np.zeros(1, dtype=np.int64))
         out._count, out._make = count, make
         return out
 
     @classmethod
     def numbers(cls, count: int) -> Names:
-        """The names "0", "1", ... of datasets whose dictionaries hold only ids (Freebase)."""
-        def make() -> Names:
-            parts = [decimal(np.arange(i, min(i + _BLOCK, count))) for i in range(0, count, _BLOCK)]
-            return cls.join([cls(*p) for p in parts])
-        return cls.deferred(count, make)
+        """The names "0", "1", ... of datasets whose dictionaries hold only ids (Freebase), made when used."""
+        return cls.deferred(count, partial(_numbers, count))
 
     @classmethod
     def of(cls, names: Sequence[str] | Names) -> Names:
@@ -257,6 +255,10 @@ class Names(Sequence[str]):
                 first, names = self.offsets[i], self.offsets[i:j + 1]
                 f.write(_lines([(ids, at[:-1], at[1:]), (ends, 0, k), (self.data[first:names[-1]], names[:-1] - first,
                                                                       names[1:] - first), (ends, k, k + 1)], j - i))
+
+
+def _numbers(count: int) -> Names:
+    return Names.join([Names(*decimal(np.arange(i, min(i + _BLOCK, count)))) for i in range(0, count, _BLOCK)])
 
 
 def _lines(pieces: list[tuple[np.ndarray, np.ndarray | int, np.ndarray | int]], rows: int) -> bytes:

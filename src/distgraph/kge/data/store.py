@@ -73,7 +73,16 @@ class Store:
     def __init__(self, folder: Path | None, final: Path | None = None):
         self.folder, self.final = folder, final
         self.rows_of: dict[str, Rows] = {}
-        self.memory: dict[str, np.ndarray] = {}
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        """A load that stops (a bad line) leaves no files behind."""
+        if kind is not None and self.folder is not None:
+            for rows in self.rows_of.values():
+                rows.file.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def rows(self, name: str, dtype: np.dtype, cols: tuple[int, ...] = ()) -> Rows:
         """A new array `name` to append rows to (replacing one of that name)."""
@@ -88,12 +97,9 @@ class Store:
 
     def close(self) -> dict[str, np.ndarray]:
         """Every array by name: in memory, or mapped from the completed cache folder."""
-        for name, rows in self.rows_of.items():
-            array = rows.finish()
-            if array is not None:
-                self.memory[name] = array
+        arrays = {name: rows.finish() for name, rows in self.rows_of.items()}
         if self.folder is None:
-            return self.memory
+            return arrays
         sizes = {name: (self.folder / f"{name}.npy").stat().st_size for name in self.rows_of}
         (self.folder / "meta.json").write_text(json.dumps({"format": FORMAT, "sizes": sizes}))
         if self.final is not None:

@@ -196,15 +196,25 @@ def numbers(fields: Fields, dtype: np.dtype, int_cols: list[int], kinds: list[st
                      f"is not an integer; udd_* formats take integer ids (use raw_udd_* for names)")
 
 
-def span_numbers(fields: Fields, col: int, dtype: np.dtype) -> np.ndarray | None:
-    """One column of fields as numbers; None if one is not a number."""
-    text = gather(fields.buf, fields.starts[:, col], fields.ends[:, col] + 1)  # with the separator after each
+def span_numbers(fields: Fields, col: int, dtype: np.dtype, rows: slice = slice(None)) -> np.ndarray | None:
+    """One column of fields (of `rows`) as numbers; None if one is not a number."""
+    starts, ends = fields.starts[rows, col], fields.ends[rows, col]
+    text = gather(fields.buf, starts, ends + 1)  # with the separator after each
     text[text == fields.sep[0]] = 32
     try:
         values = np.fromstring(text.tobytes(), dtype=dtype, sep=" ")
     except ValueError:
         return None
-    return values if values.size == len(fields) else None
+    return values if values.size == len(starts) else None
+
+
+def first_not_number(fields: Fields, col: int, dtype: np.dtype) -> int:
+    """The first row whose field `col` is not a number (one is not): halves of the rows parsed in turn."""
+    lo, hi = 0, len(fields)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if span_numbers(fields, col, dtype, slice(lo, mid)) is None else (mid, hi)
+    return lo
 
 
 def integers(fields: Fields, col: int, what: str) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import InputError
 from .names import SEEDS, HashCollision, Names, Numbering
 from .store import Store, open_store
-from .text import Fields, check_file, chunks, numbers, span_numbers, split
+from .text import Fields, check_file, chunks, first_not_number, numbers, span_numbers, split
 
 BLOCK_ROWS = 1 << 22  # rows a whole-array pass over triples takes at once
 _KINDS = ("entity", "relation", "entity")
@@ -84,10 +84,12 @@ def _empty(path: Path, rows: int) -> None:
         raise InputError(f"triple file {path} is empty")
 
 
-def _weights(fields: Fields, values: np.ndarray | None, path: Path) -> np.ndarray:
+def _weights(fields: Fields, values: np.ndarray | None) -> np.ndarray:
+    """`values`, parsed from `fields`; None is an error naming the first line whose 4th field is not a number."""
     if values is None:
-        raise InputError(f"{path} lines {fields.line(0)} to {fields.line(len(fields) - 1)}: with "
-                         f"--has_edge_importance the 4th column must be a number (the triple's importance)")
+        row = first_not_number(fields, 3, np.float64)
+        raise InputError(f"{fields.chunk.path} line {fields.line(row)}: with --has_edge_importance the 4th column "
+                         f"must be a number (the triple's importance), found {fields.text(row, 3)!r}")
     return values
 
 
@@ -95,9 +97,10 @@ def id_triples(files: TripleFiles, n_entities: int, n_relations: int, data_path:
                sources: tuple[str, str] = ("the entity dictionary", "the relation dictionary")) -> Triples:
     """Triples of integer ids, checked against the entity and relation counts (given by `sources`)."""
     cached, store = open_store(data_path, files.paths, {**files.options(), "ids": [n_entities, n_relations]})
-    if cached is None:
-        cached = _read_ids(files, n_entities, n_relations, sources, store)
-    return _triples(cached, files)
+    if cached is not None:
+        return _triples(cached, files)
+    with store:
+        return _triples(_read_ids(files, n_entities, n_relations, sources, store), files)
 
 
 def _read_ids(files: TripleFiles, n_entities: int, n_relations: int, sources: tuple[str, str],
@@ -112,7 +115,7 @@ def _read_ids(files: TripleFiles, n_entities: int, n_relations: int, sources: tu
             wide = dtype == np.int64 or (fields.ends - fields.starts).max() > 9  # 10 digits may not fit int32
             parse = np.float64 if weights is not None else np.int64 if wide else np.int32
             values = numbers(fields, parse, cols, _KINDS)
-            ids = _weights(fields, values, path)[:, cols]
+            ids = _weights(fields, values)[:, cols]
             bad = (ids < 0) | (ids >= bounds)
             if bad.any():
                 row, c = np.argwhere(bad)[0]
@@ -129,15 +132,15 @@ def named_triples(files: TripleFiles, entities: Names | None, relations: Names |
     """Triples of names: ids from the given dictionaries, or (None) numbered by first appearance."""
     given = {k: None if v is None else v.digest() for k, v in (("entities", entities), ("relations", relations))}
     cached, store = open_store(data_path, files.paths, {**files.options(), "names": given})
-    for seed in SEEDS if cached is None else ():
-        try:
-            cached = _read_named(files, entities, relations, store, seed)
-            break
-        except HashCollision:  # two names share a 64-bit hash under this seed: number again under the next
-            continue
-    if cached is None:
+    if cached is not None:
+        return _triples(cached, files)
+    with store:
+        for seed in SEEDS:
+            try:
+                return _triples(_read_named(files, entities, relations, store, seed), files)
+            except HashCollision:  # two names share a 64-bit hash under this seed: number again under the next
+                continue
         raise InputError(f"{files.paths[0]}: distinct names share hashes under every seed")
-    return _triples(cached, files)
 
 
 def _read_named(files: TripleFiles, entities: Names | None, relations: Names | None, store: Store,
@@ -155,7 +158,7 @@ def _read_named(files: TripleFiles, entities: Names | None, relations: Names | N
             rows.add(np.stack([ends[:, 0], _ids(fields, [r], relations, numbered.get("relations"), "relation"),
                                ends[:, 1]], 1))
             if weights is not None:
-                weights.add(_weights(fields, span_numbers(fields, 3, np.float32), path))
+                weights.add(_weights(fields, span_numbers(fields, 3, np.float32)))
         _empty(path, rows.count)
     for kind, numbering in numbered.items():
         names = numbering.names()
