@@ -113,7 +113,7 @@ def _cases(d):
         (["kge", "partition", *raw, *files, "--num-parts", "0"], "--num_parts must be a positive integer, got 0"),
         (["kge", "partition", *raw, "--data_files", "nope.txt", "-k", "2"], "triple file {d}/nope.txt does not exist"),
         (["kge", "partition", *raw, *files, "-k", "61"], "--num_parts 61 exceeds the 60 entities of kg"),
-        ([*dist, "--ip_config", str(d / "ip.txt")], "ip_config file {d}/ip.txt does not exist"),
+        ([*dist, "--ip_config", str(d / "ip.txt")], "--ip_config {d}/ip.txt does not exist"),
         ([*dist, "--ip_config", str(d / "train.txt")], "train.txt, line 1: PORT must be an integer in [1, 65535]"),
         ([*dist, "--ip_config", str(d / "ip_config.txt")], "partition config {d}/kg/partitions/kg.json does not exist"),
         ([*dist, "--ip_config", str(d / "ip_config.txt"), "--model_name", "ComplEx", "--hidden_dim", "5"],
