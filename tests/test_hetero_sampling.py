@@ -127,3 +127,24 @@ def test_typed_edge_loader_negatives_and_reverse_types(mag):
         pos.ndata["h"] = {t: torch.ones(pos.num_nodes(t), 2) for t in pos.ntypes}
         pos.apply_edges(dgl.function.u_dot_v("h", "h", "s"), etype=writes)
         assert torch.equal(pos.edata["s"][writes], torch.full((pos.num_edges(writes), 1), 2.0))
+        assert pos.edges["writes"].data[dgl.EID] is ids and pos.nodes["author"].data["h"].shape[1] == 2
+        for c in blocks[-1].canonical_etypes:  # DGL's `edges[etype].data` beside `edges(etype=...)`
+            assert blocks[-1].edges[c].data[dgl.EID] is blocks[-1].edata[dgl.EID][c]
+
+
+def test_weights_on_some_edge_types_draw_the_others_uniformly(mag):
+    """In memory as on a DistGraph: `prob` names data that some edge types lack; their edges
+    are drawn as without weights, and a zero weight is never drawn (`sample_etype_neighbors`
+    takes homogeneous seed ids)."""
+    cites = ("paper", "cites", "paper")
+    w = (torch.arange(mag.num_edges(cites)) % 2).float()
+    g = mag.local_var()
+    g.edges[cites].data["w"] = w
+    papers = torch.arange(0, mag.num_nodes("paper"), 2)
+    e = dgl.distributed.sample_etype_neighbors(g, mag.map_to_homo_nid(papers, "paper"), 3, prob="w",
+                                               generator=torch.Generator().manual_seed(0))
+    assert bool((w[e.edges(form="eid", etype=cites)] > 0).all()) and e.num_edges(cites) > 0
+    deg = in_degree_by_type(mag, mag.map_to_homo_nid(papers, "paper"))[:, mag.get_etype_id("writes")]
+    assert e.num_edges("writes") == int(torch.clamp(deg, max=3).sum())
+    with pytest.raises(dgl.InputError, match="no edge type has edge data 'nope'"):
+        dgl.sample_neighbors(g, {"paper": papers}, 3, prob="nope")

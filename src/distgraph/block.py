@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import MutableMapping
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 
@@ -67,21 +67,23 @@ class TypedData(MutableMapping):
         return len(list(iter(self)))
 
 
-class _TypeSpace:
-    """`block.srcnodes` / `dstnodes`: `[ntype].data` is that type's data; called, the local ids."""
+class TypeSpace:
+    """`block.srcnodes` / `dstnodes` / `edges` (a pair graph's `nodes` / `edges`): `[type].data`
+    is that type's data (`resolve` turns the key into the frames' own, e.g. a short edge type
+    name); called, the graph's method of that name (`srcnodes(ntype)`, `edges(form, ...)`)."""
 
     class _View:
         def __init__(self, data: dict):
             self.data = data
 
-    def __init__(self, frames: dict, count):
-        self._frames, self._count = frames, count
+    def __init__(self, frames: dict, call: Callable, owner: str, resolve: Callable | None = None):
+        self._frames, self._call, self._owner, self._resolve = frames, call, owner, resolve
 
-    def __getitem__(self, ntype: str) -> "_TypeSpace._View":
-        return self._View(type_frame(self._frames, ntype, "block"))
+    def __getitem__(self, key) -> "TypeSpace._View":
+        return self._View(type_frame(self._frames, self._resolve(key) if self._resolve else key, self._owner))
 
-    def __call__(self, ntype: str | None = None) -> torch.Tensor:
-        return torch.arange(self._count(ntype))
+    def __call__(self, *args, **kwargs):
+        return self._call(*args, **kwargs)
 
 
 def type_frame(frames: dict, key, owner: str) -> dict:
@@ -206,12 +208,12 @@ class Block(LocalScope):
         return TypedData(self._edges)
 
     @property
-    def srcnodes(self) -> _TypeSpace:
-        return _TypeSpace(self._src, self.num_src_nodes)
+    def srcnodes(self) -> TypeSpace:
+        return TypeSpace(self._src, lambda ntype=None: torch.arange(self.num_src_nodes(ntype)), "block")
 
     @property
-    def dstnodes(self) -> _TypeSpace:
-        return _TypeSpace(self._dst, self.num_dst_nodes)
+    def dstnodes(self) -> TypeSpace:
+        return TypeSpace(self._dst, lambda ntype=None: torch.arange(self.num_dst_nodes(ntype)), "block")
 
     @property
     def srctypes(self) -> list[str]:
@@ -256,7 +258,13 @@ class Block(LocalScope):
     def _etype(self, etype) -> tuple[str, str, str]:
         return edge_type_of(etype, self._edges, self.canonical_etypes, "block")
 
-    def edges(self, form: str = "uv", order: str = "eid", etype=None):
+    @property
+    def edges(self) -> TypeSpace:
+        """DGL's `edges`: `edges[etype].data` is that edge type's data (`edata[EID]`: per-type
+        ids), `edges(form, order, etype)` the edges (`edge_list`)."""
+        return TypeSpace(self._edges, self.edge_list, "block", self._etype)
+
+    def edge_list(self, form: str = "uv", order: str = "eid", etype=None):
         """Local (source, destination) rows of every edge ('uv'), the edge positions ('eid'), or
         all three ('all'), in this block's edge order; on a typed block, those of `etype`, in
         per-type local indices."""

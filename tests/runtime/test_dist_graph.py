@@ -151,7 +151,9 @@ def test_malformed_sample_requests_get_errors_and_the_server_keeps_serving(g):
         ({"op": "sample", "fanout": "ten", "replace": False}, [remote], "field 'fanout' has the wrong type"),
         ({"op": "sample", "fanout": 2, "replace": False}, [remote.float()], "must be a 1-D int64 array"),
         ({"op": "sample", "fanout": 2, "replace": False}, [book.partid2nids(0)[:2]], "owns nodes"),
-        ({"op": "sample", "fanout": 2, "replace": False, "prob": "nope"}, [remote], "'nope' does not exist"),
+        ({"op": "sample", "fanout": 2, "replace": False, "prob": "nope"}, [remote], "field 'prob' has the wrong type"),
+        ({"op": "sample", "fanout": 2, "replace": False, "prob": ["nope"]}, [remote], "'nope' of edge type .* not exist"),
+        ({"op": "sample", "fanout": 2, "replace": False, "prob": [None, "w"]}, [remote], "one tensor .* for each"),
         ({"op": "sample", "fanout": 2, "replace": False}, [], "takes 1 array"),
     ]
     for header, arrays, message in bad:

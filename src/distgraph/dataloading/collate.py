@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..block import EID, Block
+from ..dist_graph import DistGraph
 from ..ids import resolve_etype
 from ..sampling.neighbor import type_map
 from .edge_prediction import EdgePredictionSampler
@@ -28,8 +29,7 @@ class NodeCollator:
 
     def spec(self) -> tuple[dict, list[torch.Tensor]]:
         """Plain settings (and arrays) from which a sampler process rebuilds this collator."""
-        return {"kind": "node", "graph_name": getattr(self.g, "graph_name", None),
-                "sampler": self.sampler.spec()}, []
+        return {"kind": "node", **graph_spec(self.g), "sampler": self.sampler.spec()}, []
 
     def collate(self, seeds: torch.Tensor, generator: torch.Generator | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor, list[Block]]:
@@ -49,7 +49,7 @@ class EdgeCollator(NodeCollator):
 
     def spec(self) -> tuple[dict, list[torch.Tensor]]:
         settings, arrays = self.edge_sampler.spec()
-        return {"kind": "edge", "graph_name": getattr(self.g, "graph_name", None), **settings}, arrays
+        return {"kind": "edge", **graph_spec(self.g), **settings}, arrays
 
     def collate(self, eids: torch.Tensor, generator: torch.Generator | None = None):
         """A mini-batch of homogeneous seed edge ids (see `typed_batch` for DGL's typed form)."""
@@ -102,8 +102,18 @@ class EdgeCollator(NodeCollator):
         return tuple(torch.cat(col) for col in zip(*parts))
 
 
+def graph_spec(g) -> dict:
+    """What names a collator's graph for a sampler process: a DistGraph's name and the data
+    assigned to it at run time (which sampling weights or prefetching may use)."""
+    if not isinstance(g, DistGraph):
+        return {"graph_name": None}
+    return {"graph_name": g.graph_name, "graph_data": g.assigned_data()}
+
+
 def collator_from_spec(g, spec: dict, arrays: list[torch.Tensor]) -> NodeCollator:
-    """The collator a `spec()` describes, over graph `g` (in a sampler process)."""
+    """The collator a `spec()` describes, over graph `g` (in a sampler process), with the data
+    its trainer's graph was given at run time."""
+    g.adopt_data(spec["graph_data"])
     if spec["kind"] == "edge":
         return EdgeCollator(g, EdgePredictionSampler.from_spec(spec, arrays))
     return NodeCollator(g, NeighborSampler.from_spec(spec["sampler"]))

@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from ..block import EID, NID, TypedData, edge_type_of, edge_view, type_frame
+from ..block import EID, NID, TypedData, TypeSpace, edge_type_of, edge_view, type_frame
 from ..errors import InputError
 from ..ids import DEFAULT_ETYPE, DEFAULT_NTYPE
 from ..local_scope import LocalScope
@@ -109,10 +109,17 @@ class PairGraph(LocalScope):
         index[order] = torch.arange(order.numel()) - (torch.cumsum(counts, 0) - counts)[t.node_type[order]]
         return index[self.edge_index[:, at]], at
 
-    def nodes(self, ntype=None) -> torch.Tensor:
-        return torch.arange(self.num_nodes(ntype))
+    @property
+    def nodes(self) -> TypeSpace:
+        """DGL's `nodes`: `nodes[ntype].data` is that type's data, `nodes(ntype)` the local ids."""
+        return TypeSpace(self._n, lambda ntype=None: torch.arange(self.num_nodes(ntype)), "pair graph")
 
-    def edges(self, form: str = "uv", order: str = "eid", etype=None):
+    @property
+    def edges(self) -> TypeSpace:
+        """DGL's `edges`: `edges[etype].data` is that type's data, `edges(form, order, etype)` the pairs."""
+        return TypeSpace(self._e, self.edge_list, "pair graph", self._etype)
+
+    def edge_list(self, form: str = "uv", order: str = "eid", etype=None):
         """Local (source, destination) indices of the pairs ('uv'), their positions ('eid'), or
         all three; on a typed pair graph those of `etype`, in per-type local indices."""
         if self.types is None:

@@ -28,7 +28,8 @@ from ..partition.layout import DataSpec, PartitionConfig, etype_key
 from ..rpc.wire import parse_dtype
 from ..sampling import SampledEdges
 from ..sampling.local import sample_partitions
-from ..sampling.remote import MAX_SEED, edge_weights
+from ..sampling.remote import MAX_SEED
+from ..sampling.weights import edge_weights
 
 
 class DistGraph:
@@ -150,6 +151,26 @@ class DistGraph:
     @property
     def edges(self) -> TypeViews:
         return TypeViews(lambda etype: self._edge_data[self._canonical(etype)])
+
+    def assigned_data(self) -> list[list]:
+        """The DistTensors put into this graph's node and edge data at run time (the partition's
+        own data excepted), as [kind, type, name, the tensor's `describe()`]: what a sampler
+        process gives its own DistGraph (`adopt_data`) to sample and prefetch as this one does."""
+        out = []
+        for kind, frames, policy in (("node", self._node_data, node_policy_str),
+                                     ("edge", self._edge_data, edge_policy_str)):
+            for t, data in frames.items():
+                for name, value in data.items():
+                    if isinstance(value, DistTensor) and value.name != graph_data_name(policy(t), name):
+                        out.append([kind, etype_key(t) if kind == "edge" else t, name, value.describe()])
+        return out
+
+    def adopt_data(self, assigned: list[list]) -> None:
+        """Put the tensors another process's `assigned_data()` lists into this graph's data."""
+        for kind, t, name, description in assigned:
+            frames = self._node_data if kind == "node" else self._edge_data
+            key = self._ntype(t) if kind == "node" else self._canonical(t)
+            frames.setdefault(key, {})[name] = DistTensor.described(description)
 
     # -------------------------------------------------------------- structure
     @cached_property
@@ -279,6 +300,25 @@ class DistGraph:
         nodes, inverse = torch.unique(torch.cat([src, dst]), return_inverse=True)
         return PairGraph(nodes, inverse[:src.numel()], inverse[src.numel():], eids if store_ids else None)
 
+    def _weight_names(self, prob: str | None) -> list[str | None] | None:
+        """Per edge type, the store name of the DistTensor `edges[type].data[prob]` (None for a
+        type without it, which draws uniformly, as DGL): servers and this process read the
+        weights from the store, so data assigned at run time weights sampling too."""
+        if prob is None:
+            return None
+        if not isinstance(prob, str):
+            raise InputError("on a DistGraph, prob names edge data (a string)")
+        names = []
+        for c in self.canonical_etypes:
+            t = self._edge_data[c].get(prob)
+            if t is not None and not isinstance(t, DistTensor):
+                raise InputError(f"edge data {prob!r} of type {c} is a {type(t).__name__}; sampling weights are read "
+                                 f"from the servers' store: assign a DistTensor")
+            names.append(None if t is None else t.name)
+        if all(n is None for n in names):
+            raise InputError(f"no edge type has edge data {prob!r}, so it cannot weight sampling")
+        return names
+
     def _sample_neighbors(self, seeds, fanout, edge_dir: str = "in", replace: bool = False,
                           prob: str | None = None, generator: torch.Generator | None = None) -> SampledEdges:
         """One hop of in-neighbour sampling: each seed on its owner's partition, concurrently: in
@@ -288,8 +328,7 @@ class DistGraph:
         homogeneous node ids; `fanout` is one for all, or a tensor of one per edge type."""
         if edge_dir != "in":
             raise InputError("partitions store in-edges, so a DistGraph samples with edge_dir='in' only")
-        if prob is not None and not isinstance(prob, str):
-            raise InputError("on a DistGraph, prob names edge data (a string)")
+        names = self._weight_names(prob)
         seeds = as_id_tensor(seeds, "seeds")
         owner = self._book.nid2partid(seeds, None)
         me, client = self._ctx.machine_id, self._ctx.client
@@ -297,10 +336,10 @@ class DistGraph:
         others = [m for m in machines if m != me]
         draws = dict(zip(others, torch.randint(0, MAX_SEED, (len(others),), generator=generator).tolist()))
         jobs = {m: (part, generator if m == me else torch.Generator().manual_seed(draws[m]),
-                    edge_weights(store, part, prob))  # sampled in this process
+                    edge_weights(store, part, names))  # sampled in this process
                 for m, (part, store) in self._in_process(machines).items()}
         wire_fanout = fanout.tolist() if isinstance(fanout, torch.Tensor) else int(fanout)
-        header = {"op": "sample", "fanout": wire_fanout, "replace": bool(replace), "prob": prob}
+        header = {"op": "sample", "fanout": wire_fanout, "replace": bool(replace), "prob": names}
         at = {m: torch.nonzero(owner == m).flatten() for m in others if m not in jobs}
         requests = [(m, {**header, "seed": draws[m]}, [seeds.index_select(0, pos)]) for m, pos in at.items()]
         here, replies = client.overlap(requests, lambda: sample_partitions(jobs, seeds, owner, fanout, replace))

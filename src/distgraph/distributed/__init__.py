@@ -26,7 +26,7 @@ _EXPORTS = {
     "GraphPartitionBook": "..partition:RangePartitionBook", "RangePartitionBook": "..partition:RangePartitionBook",
     **{n: f"..dataloading:{n}" for n in ("DistDataLoader", "DistEdgeDataLoader", "DistNodeDataLoader", "edge_split",
                                          "node_split")},
-    "sample_neighbors": "..sampling:sample_neighbors",
+    **{n: f"..sampling:{n}" for n in ("sample_etype_neighbors", "sample_neighbors")},
     "dgl_partition_to_graphbolt": "..graphbolt:dgl_partition_to_graphbolt",
     **{n: f"..optim:{n}" for n in ("SparseAdagrad", "SparseAdam")},
     **{n: f"..ids:{n}" for n in ("DEFAULT_ETYPE", "DEFAULT_NTYPE")},

@@ -12,6 +12,7 @@ from ..errors import DistGraphError, InputError
 from ..ids import as_id_tensor
 from ..kvstore.client import KVClient, PendingPull, TensorHandle
 from ..partition import RangePartitionBook
+from ..rpc.wire import dtype_name, parse_dtype
 from .initializers import Initializer
 from .policy import PartitionPolicy, edge_policy_str, node_policy_str
 from .runtime import Context, get_context, is_initialized
@@ -78,6 +79,19 @@ class DistTensor:
 
     def __getstate__(self) -> dict:
         return dict(self._spec)
+
+    def describe(self) -> dict:
+        """What names this tensor, as plain data (JSON): another process of the job gets a
+        handle to it with `DistTensor.described(...)`."""
+        return {**self._spec, "shape": list(self.shape), "dtype": dtype_name(self.dtype)}
+
+    @classmethod
+    def described(cls, description: dict) -> "DistTensor":
+        """A handle to the job's tensor that `describe()` gave, looked up by name on first use
+        (as an unpickled one: it never deletes the tensor)."""
+        out = cls.__new__(cls)
+        out.__setstate__({**description, "dtype": parse_dtype(description["dtype"])})
+        return out
 
     def __setstate__(self, state: dict) -> None:
         self._spec = {"name": str(state["name"]), "shape": tuple(int(s) for s in state["shape"]),

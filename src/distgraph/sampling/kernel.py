@@ -41,13 +41,14 @@ def sample_csc(
 
     `fanout=-1` takes every in-edge. Without replacement a seed never gets the same slot
     twice and gets min(fanout, degree) edges; with replacement exactly `fanout` (when it
-    has any edge). `prob` (one weight per CSC slot, >= 0) biases the choice; zero-weight
+    has any edge). `prob` (one weight per CSC slot, >= 0: a tensor, or what gives the float64
+    weights of a tensor of slots, as `weights.SlotWeights`) biases the choice; zero-weight
     edges are never drawn.
     """
     seeds = seeds.to(torch.int64)
     start = indptr[seeds]
     deg = indptr[seeds + 1] - start
-    if prob is not None:
+    if isinstance(prob, torch.Tensor):
         prob = prob.to(torch.float64)
     if fanout < 0 or (not replace and prob is None and bool((deg <= fanout).all())):
         seg, pos = _segments(deg)
@@ -268,16 +269,17 @@ def _with_replacement(start, deg, fanout, prob, generator):
     # sum whatever the spread of weights across seeds; one searchsorted for all draws
     seg_c, pos_c = _segments(deg[seeds_with])
     slots_c = start[seeds_with][seg_c] + pos_c
-    cum = torch.cumsum(prob[slots_c] / total_by_seed[seeds_with][seg_c], 0)
+    w_c = prob[slots_c]
+    cum = torch.cumsum(w_c / total_by_seed[seeds_with][seg_c], 0)
     local_seg = torch.arange(seeds_with.numel()).repeat_interleave(fanout)
     idx = torch.searchsorted(cum, local_seg + u, right=True)
     # guard against rounding at a segment's end: stay inside the seed's own range
     first = torch.cumsum(deg[seeds_with], 0) - deg[seeds_with]
     idx = torch.minimum(torch.maximum(idx, first[local_seg]), first[local_seg] + deg[seeds_with][local_seg] - 1)
     # a draw that rounding put on a zero-weight slot moves back to the nearest positive one before it
-    zero = prob[slots_c[idx]] == 0
+    zero = w_c[idx] == 0
     if bool(zero.any()):
-        positive = torch.where(prob[slots_c] > 0, torch.arange(slots_c.numel()), -1)
+        positive = torch.where(w_c > 0, torch.arange(slots_c.numel()), -1)
         last_positive = torch.cummax(positive, 0).values
         idx[zero] = last_positive[idx[zero]]
     return seg, slots_c[idx]

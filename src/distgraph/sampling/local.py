@@ -10,6 +10,7 @@ from ..tensor_graph import Graph
 from ..ids import as_id_tensor, resolve_etype
 from ..partition import Partition
 from .kernel import Csc, sample_csc_ids, sample_uniform_native
+from .weights import SlotWeights
 
 
 class SampledEdges:
@@ -141,28 +142,28 @@ def partition_csc(part: Partition) -> Csc:
 
 
 def sample_partition(part: Partition, seeds, fanout, replace: bool = False,
-                     prob: torch.Tensor | None = None, generator: torch.Generator | None = None) -> SampledEdges:
+                     weights: list[torch.Tensor | None] | None = None,
+                     generator: torch.Generator | None = None) -> SampledEdges:
     """Sample in-edges of seeds owned by `part` (global homogeneous ids) on its local CSC.
 
-    `prob`, if given, is one weight per owned edge of the partition (its edge-id range).
+    `weights`, if given, holds per edge type the partition's rows of the edges' weights (its
+    per-type edge range; None: weight 1), as `weights.edge_weights` reads them from the store.
     """
     seeds = as_id_tensor(seeds, "seeds")
     lo, hi = part.book.node_range(part.part_id, None)
     if seeds.numel() and (int(seeds.min()) < lo or int(seeds.max()) >= hi):
         raise InputError(f"partition {part.part_id} owns nodes [{lo}, {hi}); seeds outside it were sent to it")
-    slot_prob = None
-    if prob is not None:
-        elo, _ = part.book.edge_range(part.part_id, None)
-        slot_prob = prob if part.stored_eids is None else prob[part.stored_eids - elo]
-    seg, src, eids, *etype = sample_csc_ids(partition_csc(part), seeds, fanout, replace, slot_prob, generator)
+    csc = partition_csc(part)
+    slot_prob = None if weights is None else SlotWeights(csc, part, weights)
+    seg, src, eids, *etype = sample_csc_ids(csc, seeds, fanout, replace, slot_prob, generator)
     return SampledEdges(src, None, eids, seg, seeds, etype[0] if etype else None)
 
 
-def sample_partitions(jobs: dict[int, tuple[Partition, torch.Generator | None, torch.Tensor | None]],
+def sample_partitions(jobs: dict[int, tuple[Partition, torch.Generator | None, list | None]],
                       seeds: torch.Tensor, owner: torch.Tensor, fanout, replace: bool = False) -> SampledEdges:
     """Seeds of several partitions at once: seed i on partition `owner[i]`, whose job is
-    (partition, generator, edge weights or None); seeds of partitions without a job are left
-    out. Each partition's share is what `sample_partition` draws from its generator. Uniform
+    (partition, generator, its edge weights per type or None); seeds of partitions without a
+    job are left out. Each partition's share is what `sample_partition` draws from its generator. Uniform
     draws without replacement run in one pass of C in seed order (edges grouped by seed, as a
     block wants them); the rest partition by partition."""
     if not jobs:

@@ -70,16 +70,44 @@ def sample_neighbors(g, nodes, fanout, edge_dir: str = "in", prob: str | torch.T
     On a heterogeneous graph, `nodes` is {node type: per-type ids} and each node draws up to
     `fanout` in-edges of every edge type (`fanout` may be {edge type: k}); the frontier then
     gives `edges(etype=...)` and `edata[EID]` per edge type, in per-type ids. `prob` is an
-    edge-data name (or, on an in-memory graph, a tensor of one weight per edge).
-    `exclude_edges` (edge ids; per type as a dict) are never returned. Draws come from
-    `generator` (torch's default one if None); on a distributed graph each machine's share is
-    drawn from a seed taken from it, so a seeded generator gives the same sample every time.
-    `use_graphbolt` is accepted for DGL's scripts and changes nothing (`graphbolt`)."""
+    edge-data name (or, on an in-memory graph, a tensor of one weight per edge); on a
+    `DistGraph` the weights are read where the edges are, from the servers' store, so a
+    `DistTensor` assigned to the graph's edge data at run time weights the draws (an edge type
+    without that data draws uniformly, as in DGL). `exclude_edges` (edge ids; per type as a
+    dict) are never returned. Draws come from `generator` (torch's default one if None); on a
+    distributed graph each machine's share is drawn from a seed taken from it, so a seeded
+    generator gives the same sample every time. `use_graphbolt` is accepted for DGL's scripts
+    and changes nothing (`graphbolt`)."""
+    exclude = None if exclude_edges is None else homogeneous_ids(g, exclude_edges, "exclude_edges", "edge")
+    return _frontier(g, homogeneous_ids(g, nodes, "nodes"), fanout, edge_dir, prob, replace, exclude,
+                     use_graphbolt, generator)
+
+
+def sample_etype_neighbors(g, nodes, fanout, edge_dir: str = "in", prob: str | None = None, exclude_edges=None,
+                           replace: bool = False, etype_sorted: bool = True, use_graphbolt: bool = False, *,
+                           generator: torch.Generator | None = None) -> SampledEdges:
+    """DGL's `dgl.distributed.sample_etype_neighbors` (the default branch's signature; DGL
+    2.1.0's, which has no `exclude_edges` and `replace` sixth, is read too: a bool there is
+    `replace`): `sample_neighbors` with `nodes` and `exclude_edges` as homogeneous ids or
+    {type: per-type ids}. Each type's in-edges of a node are one run in every partition, so
+    `etype_sorted` changes nothing."""
+    if isinstance(exclude_edges, bool):
+        replace, exclude_edges = exclude_edges, None
+
+    def homogeneous(ids, what: str, kind: str) -> torch.Tensor:
+        return homogeneous_ids(g, ids, what, kind) if isinstance(ids, dict) else as_id_tensor(ids, what)
+
+    exclude = None if exclude_edges is None else homogeneous(exclude_edges, "exclude_edges", "edge")
+    return _frontier(g, homogeneous(nodes, "nodes", "node"), fanout, edge_dir, prob, replace, exclude,
+                     use_graphbolt, generator)
+
+
+def _frontier(g, seeds: torch.Tensor, fanout, edge_dir: str, prob, replace: bool, exclude: torch.Tensor | None,
+              use_graphbolt: bool, generator: torch.Generator | None) -> SampledEdges:
+    """One hop of homogeneous `seeds` without the edges `exclude` (homogeneous ids), as a frontier."""
     note_graphbolt(use_graphbolt)
-    e = sample_hop(g, homogeneous_ids(g, nodes, "nodes"), fanout, edge_dir, prob, replace, generator)
-    if exclude_edges is not None:
-        e = e.select(~torch.isin(e.eids, homogeneous_ids(g, exclude_edges, "exclude_edges", "edge")))
-    return e
+    e = sample_hop(g, seeds, fanout, edge_dir, prob, replace, generator)
+    return e if exclude is None else e.select(~torch.isin(e.eids, exclude))
 
 
 def sample_hop(g, seeds: torch.Tensor, fanout, edge_dir: str = "in", prob: str | torch.Tensor | None = None,
@@ -88,14 +116,23 @@ def sample_hop(g, seeds: torch.Tensor, fanout, edge_dir: str = "in", prob: str |
     types = type_map(g)
     ks = etype_fanouts(fanout, types.canonical_etypes)
     if isinstance(g, Graph):
-        weights = prob
-        if isinstance(prob, str):
-            weights = torch.cat([g.edges[c].data[prob] for c in g.canonical_etypes]) if not g.is_homogeneous \
-                else g.edata[prob]
-        e = sample_graph(g, seeds, ks, edge_dir, replace, weights, generator)
+        e = sample_graph(g, seeds, ks, edge_dir, replace, graph_weights(g, prob) if isinstance(prob, str) else prob,
+                         generator)
     else:
         e = g._sample_neighbors(seeds, ks, edge_dir, replace, prob, generator)
     e.graph_num_nodes = g.num_nodes()
     if not types.is_homogeneous:
         e.types = types
     return e
+
+
+def graph_weights(g: Graph, prob: str) -> torch.Tensor:
+    """One weight per edge of an in-memory graph from its edge data `prob` (1 on the edge types
+    without it, as DGL draws them uniformly)."""
+    have = [c for c in g.canonical_etypes if prob in g.edges[c].data]
+    if not have:
+        raise InputError(f"no edge type has edge data {prob!r}, so it cannot weight sampling")
+    if len(have) == 1 and g.is_homogeneous:
+        return g.edata[prob].reshape(-1)
+    return torch.cat([g.edges[c].data[prob].reshape(-1).to(torch.float64) if c in have
+                      else torch.ones(g.num_edges(c), dtype=torch.float64) for c in g.canonical_etypes])

@@ -8,28 +8,15 @@ from typing import Callable
 
 import torch
 
-from ..distributed.policy import edge_policy_str, graph_data_name
-from ..errors import InputError
-from ..kvstore.handler import expect_arrays, field
-from ..kvstore.store import KVStore, UnknownTensor
+from ..kvstore.handler import MAX_NAME, expect_arrays, field
+from ..kvstore.store import KVStore
 from ..partition import Partition
 from ..rpc.wire import WireError
 from .local import sample_partition
+from .weights import edge_weights
 
 MAX_FANOUT = 1 << 20
 MAX_SEED = 1 << 62  # a request's random seed lies in [0, MAX_SEED)
-
-
-def edge_weights(store: KVStore, part: Partition, prob: str | None) -> torch.Tensor | None:
-    """This machine's rows of edge data `prob` (one weight per owned edge), or None."""
-    if prob is None:
-        return None
-    try:  # a partition's edges are its edge types' ranges, in type order
-        shards = [store.shard(graph_data_name(edge_policy_str(c), prob)).data for c in part.canonical_etypes]
-    except UnknownTensor:
-        raise InputError(f"edge data {prob!r} does not exist for every edge type, so it cannot weight "
-                         f"sampling") from None
-    return shards[0] if len(shards) == 1 else torch.cat(shards)
 
 
 def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list], tuple[dict, list]]]:
@@ -49,7 +36,11 @@ def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list
                                 f"{len(part.canonical_etypes)} edge types")
             fanout = torch.tensor(fanout, dtype=torch.int64)
         replace = field(header, "replace", bool)
-        prob = field(header, "prob", str, optional=True)
+        prob = field(header, "prob", list, optional=True)
+        if prob is not None and (len(prob) != len(part.canonical_etypes)
+                                 or not all(n is None or isinstance(n, str) and 0 < len(n) <= MAX_NAME for n in prob)):
+            raise WireError(f"prob must name one tensor (or none) for each of the graph's "
+                            f"{len(part.canonical_etypes)} edge types")
         seed = field(header, "seed", int, optional=True)
         if seed is not None and not 0 <= seed < MAX_SEED:
             raise WireError(f"seed must be in [0, {MAX_SEED}), got {seed}")
