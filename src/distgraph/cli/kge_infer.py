@@ -24,13 +24,15 @@ def register(sub) -> None:
     """Add `kge predict` and `kge emb-sim` to the `kge` sub-commands."""
     p = sub.add_parser("predict", help="score triples of a saved model, keep the best (dglke_predict)",
                        description="The K best-scored (head, relation, tail) triples of a saved model.")
-    p.add_argument("--model_path", required=True, help="folder written by `kge train` (holds config.json)")
+    p.add_argument("--model_path", required=True,
+                   help="folder written by `kge train` or dglke_train (holds config.json)")
     p.add_argument("--format", required=True, help="h_r_t, h_r_*, h_*_t, *_r_t, h_*_*, *_r_* or *_*_t "
                                                    "(*: every entity or relation)")
     _common(p, PREDICT_MODES, "all")
     p.add_argument("--score_func", default="none", help=f"{' or '.join(SCORE_FUNCS)} (default none)")
-    p.add_argument("--entity_mfile", help="entity id mapping (default MODEL_PATH/entities.dict)")
-    p.add_argument("--rel_mfile", help="relation id mapping (default MODEL_PATH/relations.dict)")
+    p.add_argument("--entity_mfile", help="entity id mapping (default: the config's emap_file, in the model folder "
+                                          "or the data folder)")
+    p.add_argument("--rel_mfile", help="relation id mapping (default: the config's rmap_file, found alike)")
     p.set_defaults(func=predict_command)
     s = sub.add_parser("emb-sim", help="the most similar embeddings (dglke_emb_sim)",
                        description="The K most similar pairs of rows of an embedding table.")
@@ -38,7 +40,8 @@ def register(sub) -> None:
     s.add_argument("--format", required=True, help="l_r, l_*, *_r or * (*: every row)")
     _common(s, SIM_MODES, "all")
     s.add_argument("--sim_func", default="cosine", help=f"{', '.join(SIM_FUNCS)} (default cosine)")
-    s.add_argument("--mfile", help="id mapping of the rows (needed with --raw_data)")
+    s.add_argument("--mfile", help="id mapping of the rows (--raw_data; default for a saved model's entity or "
+                                   "relation table: the model's own)")
     s.set_defaults(func=emb_sim_command)
 
 

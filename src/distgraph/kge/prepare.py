@@ -158,9 +158,11 @@ def prepare_eval(cfg: EvalConfig) -> EvalInputs:
     if differ:
         raise InputError(f"{cfg.model_path} was trained with other settings than {', '.join(differ)}; drop those "
                          f"flags (kge eval reads them from the saved config.json)")
+    (_, entities), (_, relations) = (saved.names(table, "--data_path (the folder holding it)", cfg.data_path,
+                                                 cfg.delimiter) for table in ("entity", "relation"))
     data = load_dataset(cfg.data_path or t.data_path, cfg.dataset or t.dataset, cfg.format or t.format,
                         cfg.data_files or t.data_files, cfg.delimiter or t.delimiter,
-                        entities=saved.entities, relations=saved.relations)
+                        entities=entities, relations=relations)
     data = replace(data, **{k: np.asarray(getattr(data, k), dtype=np.int64) for k in ("train", "valid", "test")
                             if getattr(data, k) is not None})  # ranking builds keys of int64 ids
     if data.test is None:

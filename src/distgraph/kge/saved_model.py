@@ -14,6 +14,14 @@ the MRR of a model that diverged. `load_model` checks the saved tables, a run ch
 tables when training ends (before saving), and each ranked shard is checked where it lives.
 Everything here needs numpy only (a CPU tensor's `.numpy()` is a view): `kge eval` checks a
 model (its settings, files, sizes, finite rows) before importing torch.
+
+Folders move between distgraph and DGL-KE 0.1.2 both ways. config.json also carries the keys
+DGL-KE writes under its own names (`model` and `emb_size`, which `dglke_predict` reads, and
+`max_train_step`; its others are named alike), so DGL-KE loads our folders as its own. A folder `dglke_train` wrote is read
+through those keys where ours are absent; its `emap_file` / `rmap_file` name the entity and
+relation names, which DGL-KE keeps in the data folder (`entities.tsv` / `relations.tsv` for
+`raw_udd_*`, the dataset's dictionaries otherwise), so they are looked for in the model folder
+and then in the data folder, found only when a command needs them (`ModelFolder.names`).
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ RELATION_DICT = "relations.dict"
 ENTITY_TABLE = "entities.parquet"
 RELATION_TABLE = "relations.parquet"
 _BLOCK_ROWS = 1 << 16  # rows checked for finite values at once: a bounded temporary whatever the table's size
+DGLKE_KEYS = {"model": "model_name", "emb_size": "hidden_dim", "max_train_step": "max_step"}  # DGL-KE's -> ours
+_NAME_KEYS = {"entity": ("emap_file", ENTITY_DICT), "relation": ("rmap_file", RELATION_DICT)}  # key, default
 
 
 def nonfinite_rows(table: np.ndarray) -> int:
@@ -69,8 +79,9 @@ def next_model_dir(save_path: str | Path, model_name: str, dataset: str) -> Path
     return root / f"{prefix}{max(taken, default=-1) + 1}"
 
 
-def _table_file(path: Path, cfg: TrainConfig, table: str) -> Path:
-    return path / f"{cfg.dataset}_{cfg.model_name}{_SUFFIX[table]}.npy"
+def table_file(root: Path, cfg: TrainConfig, table: str) -> Path:
+    """`<dataset>_<model>_entity.npy` (`_relation`, TransR's `projection`) in `root`, as DGL-KE names it."""
+    return root / f"{cfg.dataset}_{cfg.model_name}{_SUFFIX[table]}.npy"
 
 
 def _parquet_table(names: Names, columns: dict[str, np.ndarray]):
@@ -105,43 +116,110 @@ def save_model(path: Path, cfg: TrainConfig, tables: dict[str, np.ndarray], enti
     entities, relations = Names.of(entities), Names.of(relations)
     path.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
-        np.save(_table_file(path, cfg, name), np.asarray(table))
+        np.save(table_file(path, cfg, name), np.asarray(table))
     write_dict(path / ENTITY_DICT, entities)
     write_dict(path / RELATION_DICT, relations)
     _write_result_tables(path, tables, entities, relations)
     conf = cfg.to_dict()
     conf.update(n_entities=len(entities), n_relations=len(relations), emap_file=ENTITY_DICT,
-                rmap_file=RELATION_DICT)
+                rmap_file=RELATION_DICT, **{theirs: conf[ours] for theirs, ours in DGLKE_KEYS.items()})
     (path / "config.json").write_text(json.dumps(conf, indent=4))
 
 
 @dataclass
-class SavedModel:
-    """A model read back from disk: its training settings, tables (name -> rows) and id maps."""
+class ModelFolder:
+    """A model folder's config.json, read: the training settings, where the tables are and what
+    `emap_file` / `rmap_file` ("entity" / "relation") name."""
 
+    root: Path
     cfg: TrainConfig
-    tables: dict[str, np.ndarray]
-    entities: Names
-    relations: Names
+    name_files: dict[str, str]
+
+    def table_file(self, table: str) -> Path:
+        """Where `table` ("entity", "relation", "projection") is (`table_file`)."""
+        return table_file(self.root, self.cfg, table)
+
+    def names(self, table: str, flag: str, data_path: str | None = None,
+              delimiter: str | None = None) -> tuple[Path, Names]:
+        """The names file of `table` ("entity" or "relation") and its names: the config's file as an
+        absolute path, in the model folder (distgraph's, TAB-separated), or in the data folder
+        (`data_path`, else the config's; then its dataset folder, as built_in data keeps them) in the
+        data's delimiter, as DGL-KE writes them; one error naming the paths tried and `flag` if none is."""
+        name, data = Path(self.name_files[table]), Path(data_path or self.cfg.data_path)
+        sep = delimiter or self.cfg.delimiter
+        tried = [(name, sep)] if name.is_absolute() else [(self.root / name, "\t"), (data / name, sep),
+                                                          (data / self.cfg.dataset / name, sep)]
+        for path, delim in tried:
+            if path.is_file():
+                return path, read_dict(path, delim)
+        raise InputError(f"no {table} names for the model in {self.root}: {_NAME_KEYS[table][0]} {name} is not at "
+                         f"{', '.join(str(p) for p, _ in tried)}; pass {flag}")
 
 
-def load_model(path: str | Path) -> SavedModel:
-    """Read a directory written by `save_model` (or by dglke_train, given its dictionaries);
-    a table with non-finite rows is refused."""
+def read_folder(path: str | Path) -> ModelFolder:
+    """The config.json of a folder written by `save_model` or by DGL-KE's `dglke_train` (whose
+    keys stand in for ours where ours are absent)."""
     root = Path(path)
     conf_file = root / "config.json"
     if not conf_file.is_file():
-        raise InputError(f"{conf_file} does not exist: --model_path must be a folder written by "
-                         f"`distgraph kge train` (e.g. ckpts/TransE_l2_FB15k_0)")
+        raise InputError(f"{conf_file} does not exist: --model_path must be a folder written by `distgraph kge train` "
+                         f"or dglke_train (e.g. ckpts/TransE_l2_FB15k_0)")
     try:
         conf = json.loads(conf_file.read_text())
+        conf = {**{ours: conf[theirs] for theirs, ours in DGLKE_KEYS.items() if theirs in conf}, **conf}
         cfg = TrainConfig(**{f.name: conf[f.name] for f in fields(TrainConfig) if f.name in conf})
+        name_files = {table: conf.get(key) or default for table, (key, default) in _NAME_KEYS.items()}
     except (ValueError, TypeError) as exc:  # also a config.json that is not an object
-        raise InputError(f"{conf_file} is not a config.json written by `distgraph kge train`: {exc}") from None
+        raise InputError(f"{conf_file} is not a config.json written by `distgraph kge train` or dglke_train: "
+                         f"{exc}") from None
+    return ModelFolder(root, cfg, name_files)
+
+
+def check_names(names_file: Path, count: int, table_path: Path, rows: int) -> None:
+    """Refuse names that do not name each row of their table once."""
+    if count != rows:
+        raise InputError(f"{names_file} names {count:,} objects but {table_path} has {rows:,} rows: they are not "
+                         f"that table's names")
+
+
+def model_table_names(table_path: Path, flag: str) -> tuple[Path, Names] | None:
+    """The names file and names of a saved model's entity or relation table (`ModelFolder.names`),
+    from the config.json beside it; None when `table_path` is no such table."""
+    if not (table_path.parent / "config.json").is_file():
+        return None
+    folder = read_folder(table_path.parent)
+    table = next((t for t in _NAME_KEYS if folder.table_file(t).name == table_path.name), None)
+    return None if table is None else folder.names(table, flag)
+
+
+@dataclass
+class SavedModel:
+    """A model read back from disk: its folder (settings, where its names are) and its tables (name -> rows)."""
+
+    folder: ModelFolder
+    tables: dict[str, np.ndarray]
+
+    @property
+    def cfg(self) -> TrainConfig:
+        """The training settings."""
+        return self.folder.cfg
+
+    def names(self, table: str, flag: str, data_path: str | None = None,
+              delimiter: str | None = None) -> tuple[Path, Names]:
+        """`ModelFolder.names`, checked to name every row of the table."""
+        path, names = self.folder.names(table, flag, data_path, delimiter)
+        check_names(path, len(names), self.folder.table_file(table), len(self.tables[table]))
+        return path, names
+
+
+def load_model(path: str | Path) -> SavedModel:
+    """Read a directory written by `save_model` or by dglke_train; a table with non-finite rows is refused."""
+    folder = read_folder(path)
+    cfg = folder.cfg
     model = check_model(cfg.model_name, cfg.hidden_dim, cfg.double_ent, cfg.double_rel)
     tables = {}
     for name, width in table_widths(model, cfg.hidden_dim, cfg.double_ent, cfg.double_rel).items():
-        f = _table_file(root, cfg, name)
+        f = folder.table_file(name)
         if not f.is_file():
             raise InputError(f"{f} does not exist: the model was saved without embeddings (--no_save_emb?)")
         try:
@@ -151,10 +229,5 @@ def load_model(path: str | Path) -> SavedModel:
         if tables[name].ndim != 2 or tables[name].shape[1] != width or tables[name].dtype != np.float32:
             raise InputError(f"{f} holds {tables[name].dtype} rows of shape {tables[name].shape}, not the float32 "
                              f"rows of width {width} that config.json describes; train the model again")
-    entities = read_dict(root / conf.get("emap_file", ENTITY_DICT))
-    relations = read_dict(root / conf.get("rmap_file", RELATION_DICT))
-    if (len(entities), len(relations)) != (len(tables["entity"]), len(tables["relation"])):
-        raise InputError(f"{root}: the dictionaries list {len(entities)} entities and {len(relations)} relations "
-                         f"but the embeddings have {len(tables['entity'])} and {len(tables['relation'])} rows")
-    check_finite(tables, f"the model in {root}")
-    return SavedModel(cfg, tables, entities, relations)
+    check_finite(tables, f"the model in {folder.root}")
+    return SavedModel(folder, tables)

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from ...errors import InputError
+from ..saved_model import check_finite, check_names, model_table_names
 from .config import EmbSimConfig
 from .query import Mapping, RunningTopK, read_ids, row_topk
 
@@ -33,6 +34,12 @@ def similarity(x: torch.Tensor, y: torch.Tensor, func: str, pairwise: bool = Fal
     return dot / (nx * ny) if func == "cosine" else dot / (nx ** 2 + ny ** 2 - dot)
 
 
+def _names(cfg: EmbSimConfig, path: Path) -> Mapping:
+    """The names of --raw_data: --mfile, else those of the saved model whose table --emb_file is."""
+    found = None if cfg.mfile else model_table_names(path, "--mfile")
+    return Mapping(*found) if found else Mapping.read(cfg.mfile, "--mfile")
+
+
 @torch.no_grad()
 def emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
     """The result columns (left, right, score) of `cfg`, names with --raw_data."""
@@ -41,13 +48,18 @@ def emb_sim(cfg: EmbSimConfig) -> dict[str, np.ndarray]:
     if not path.is_file():
         raise InputError(f"--emb_file {path} does not exist; pass an embedding table (.npy) such as a saved "
                          f"model's <dataset>_<model>_entity.npy")
-    names = Mapping(cfg.mfile, "--mfile") if cfg.raw_data else None
+    names = _names(cfg, path) if cfg.raw_data else None
     try:
-        emb = torch.from_numpy(np.load(path, allow_pickle=False)).float()
+        rows = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
         raise InputError(f"--emb_file {path} is not a .npy array ({exc})") from None
-    if emb.dim() != 2:
-        raise InputError(f"--emb_file {path} holds an array of shape {list(emb.shape)}; it needs one row per object")
+    if rows.ndim != 2 or rows.dtype.kind not in "biuf":
+        raise InputError(f"--emb_file {path} holds a {rows.dtype} array of shape {list(rows.shape)}; it needs one row "
+                         f"of numbers per object")
+    check_finite({path.name: rows}, f"--emb_file {path}")
+    if names is not None:
+        check_names(names.path, len(names.names), path, len(rows))
+    emb = torch.from_numpy(rows).float()
     files = iter(cfg.data_files or [])
     left, right = (torch.from_numpy(np.arange(len(emb)) if part == "*" else read_ids(next(files), len(emb), "object",
                                                                                        names))

@@ -17,7 +17,7 @@ import torch
 
 from ...errors import InputError
 from ..models import create_model
-from ..saved_model import load_model
+from ..saved_model import SavedModel, load_model
 from .config import PredictConfig
 from .query import Mapping, RunningTopK, read_ids, row_topk
 
@@ -54,12 +54,17 @@ class Scorer:
                                             self.entity[tails]))
 
 
+def _mapping(saved: SavedModel, table: str, given: str | None, flag: str) -> Mapping:
+    """The names of --raw_data: the file `flag` gives, else the model's own (`SavedModel.names`)."""
+    return Mapping.read(given, flag) if given else Mapping(*saved.names(table, flag))
+
+
 def _lists(cfg: PredictConfig, scorer: Scorer):
     """The head, relation and tail id lists (all ids for `*`)."""
-    counts = {"h": len(scorer.saved.entities), "r": len(scorer.saved.relations), "t": len(scorer.saved.entities)}
-    entity_map = cfg.entity_mfile or Path(cfg.model_path) / "entities.dict"
-    rel_map = cfg.rel_mfile or Path(cfg.model_path) / "relations.dict"
-    names = {"h": Mapping(entity_map, "--entity_mfile"), "r": Mapping(rel_map, "--rel_mfile")} if cfg.raw_data else {}
+    tables = scorer.saved.tables
+    counts = {"h": len(tables["entity"]), "r": len(tables["relation"]), "t": len(tables["entity"])}
+    names = {"h": _mapping(scorer.saved, "entity", cfg.entity_mfile, "--entity_mfile"),
+             "r": _mapping(scorer.saved, "relation", cfg.rel_mfile, "--rel_mfile")} if cfg.raw_data else {}
     names["t"] = names.get("h")
     what = {"h": "head entity", "r": "relation", "t": "tail entity"}
     files = iter(cfg.data_files or [])

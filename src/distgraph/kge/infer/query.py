@@ -13,18 +13,24 @@ import torch
 
 from ...errors import InputError
 from ..data.formats import read_dict
+from ..data.names import Names
 
 
 class Mapping:
-    """A mapping file of `--raw_data` (`id<TAB>name` lines): its names by id (`data.names.Names`)."""
+    """The names by id (`data.names.Names`) of `--raw_data`, and the file they come from."""
 
-    def __init__(self, path: str | Path | None, flag: str):
+    def __init__(self, path: Path, names: Names):
+        self.path, self.names = path, names
+
+    @classmethod
+    def read(cls, path: str | Path | None, flag: str) -> Mapping:
+        """The mapping file given by `flag` (`id<TAB>name` lines)."""
         if path is None:
             raise InputError(f"--raw_data needs the id mapping file: pass {flag}")
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise InputError(f"mapping file {self.path} ({flag}) does not exist")
-        self.names = read_dict(self.path)
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(f"mapping file {path} ({flag}) does not exist")
+        return cls(path, read_dict(path))
 
     def ids(self, names: np.ndarray) -> np.ndarray:
         """The id of each name; -1 for a name the file lacks."""
