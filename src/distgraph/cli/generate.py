@@ -1,6 +1,6 @@
-"""`distgraph generate sbm|mag|rmat`: seeded synthetic graphs, as an `.npz` exchange file, or for
+"""`distgraph generate sbm|mag|rmat|kg`: seeded synthetic graphs, as an `.npz` exchange file, or for
 graphs of any size (`--out` a folder; always for rmat) in DGL's chunked format, written a chunk at
-a time."""
+a time; `kg`: a knowledge graph of any size in DGL-KE's Freebase or udd_hrt files."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import time
 def register(subparsers) -> None:
     p = subparsers.add_parser("generate", help="write a seeded synthetic graph (.npz, or chunked for any size)",
                               description="Write a seeded synthetic graph: an .npz exchange file, or a folder in "
-                                          "DGL's chunked format (sbm, rmat) written a chunk at a time.")
+                                          "DGL's chunked format (sbm, rmat) written a chunk at a time, or a "
+                                          "knowledge graph in DGL-KE's files (kg).")
     kinds = p.add_subparsers(dest="kind", required=True, metavar="KIND")
     sbm = kinds.add_parser("sbm", help="degree-corrected stochastic block model with features, labels and masks")
     sbm.add_argument("--num_nodes", type=int, default=10_000)
@@ -47,11 +48,41 @@ def register(subparsers) -> None:
         k.add_argument("--seed", type=int, default=0)
         k.add_argument("--out", required=True, help="output: an .npz file, or a folder for the chunked format "
                                                     "(sbm, rmat: any size, written a chunk at a time)")
+    _register_kg(kinds)
     p.set_defaults(func=run)
+
+
+def _register_kg(kinds) -> None:
+    """`generate kg`: its defaults are Freebase's sizes, from the generator's module."""
+    from ..kge.data.generate import EVAL_MAX, EVAL_SHARE, FORMATS, FREEBASE
+
+    kg = kinds.add_parser("kg", help="knowledge graph of any size shaped like Freebase, with a structure TransE, "
+                                     "RotatE and DistMult learn, in DGL-KE's Freebase or udd_hrt files",
+                          description="Write a seeded synthetic knowledge graph a chunk of triples at a time: "
+                                      "typed entities in communities, relations that keep the community or point "
+                                      "at hubs, heavy-tailed degrees, Zipf-skewed relation frequencies. Defaults "
+                                      "are Freebase's sizes.")
+    kg.add_argument("--num_entities", type=int, default=FREEBASE["num_entities"])
+    kg.add_argument("--num_relations", type=int, default=FREEBASE["num_relations"])
+    kg.add_argument("--num_triples", type=int, default=FREEBASE["num_triples"], help="training triples")
+    for split in ("valid", "test"):
+        kg.add_argument(f"--num_{split}", type=int, default=None,
+                        help=f"{split} triples, none of them in train (default min({EVAL_SHARE * 100:g}%% of "
+                             f"--num_triples, {EVAL_MAX:,}), at least 1)")
+    kg.add_argument("--format", default="freebase", choices=FORMATS, dest="fmt",
+                    help="freebase: entity2id.txt, relation2id.txt and 'head tail rel' triples in OUT/Freebase, "
+                         "or in OUT when it is named Freebase (kge train --dataset Freebase --data_path its "
+                         "parent); udd_hrt: entities.dict, relations.dict and 'head rel tail' triples in OUT "
+                         "(the command prints the flags that read it)")
+    kg.add_argument("--chunk_triples", type=int, default=1 << 22, help="triples made and written at a time")
+    kg.add_argument("--seed", type=int, default=0)
+    kg.add_argument("--out", required=True, help="a new or empty folder (freebase: the folder holding Freebase/)")
 
 
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
+    if args.kind == "kg":
+        return _kg(args, t0)
     if args.kind == "rmat" or (args.kind == "sbm" and not args.out.endswith(".npz")):
         return _chunked(args, t0)
     from ..data import generate_mag, generate_sbm, save_npz
@@ -83,4 +114,21 @@ def _chunked(args: argparse.Namespace, t0: float) -> int:
                                     args.feat_signal, chunk_edges=args.chunk_edges, seed=args.seed)
     print(f"wrote {meta}: {args.num_nodes:,} nodes, {args.num_edges:,} edges in DGL's chunked format "
           f"({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+def _kg(args: argparse.Namespace, t0: float) -> int:
+    """A knowledge graph in DGL-KE's files, and the `kge train` flags that read it."""
+    from ..kge.data.generate import generate_kg
+
+    root = generate_kg(args.out, args.num_entities, args.num_relations, args.num_triples, args.fmt, args.num_valid,
+                       args.num_test, args.seed, args.chunk_triples)
+    if args.fmt == "freebase":
+        flags = f"--dataset Freebase --data_path {root.parent}"
+    else:
+        flags = (f"--format udd_hrt --dataset {root.name} --data_path {root} "
+                 f"--data_files entities.dict relations.dict train.txt valid.txt test.txt")
+    print(f"wrote {root}: {args.num_entities:,} entities, {args.num_relations:,} relations, "
+          f"{args.num_triples:,} training triples ({time.perf_counter() - t0:.1f} s); "
+          f"distgraph kge train {flags} reads it")
     return 0
