@@ -138,7 +138,7 @@ class DistEmbedLayer(nn.Module):
         for ntype, ids in node_ids.items():
             if ntype in self.node_projs:
                 rows = feats[ntype] if ntype in feats else self.g.nodes[ntype].data[self.feat_name][ids]
-                out[ntype] = self.node_projs[ntype](rows)
+                out[ntype] = self.node_projs[ntype](rows.float())  # (features may be stored as float16)
             elif ntype in self.node_embeds:
                 out[ntype] = self.node_embeds[ntype](ids)
             else:
