@@ -89,7 +89,7 @@ GRAPHBOLT_SAYS = "use_graphbolt: distgraph's own partitions and sampler serve bo
 @dataclass(frozen=True)
 class Case:
     """One script at one tag: its arguments, the partitioning run of the same tag whose output
-    it trains on ((script, arguments); None: it partitions), sampler processes per trainer, a
+    it trains on ((script, arguments); None: it partitions), sampler processes per trainer,
     whether it needs scikit-learn, and what it does: `outcome` as docs/porting.md says it,
     and `shows`, text its output holds (for a failure, the error)."""
 
