@@ -6,6 +6,7 @@ loads it."""
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import fields
 from pathlib import Path
 
@@ -142,7 +143,10 @@ def register(subparsers) -> None:
     _add_data_args(part, field_defaults(TrainConfig))
     part.add_argument("-k", "--num_parts", "--num-parts", dest="num_parts", type=int, required=True,
                       help="number of partitions (= machines)")
-    part.add_argument("--part_method", default="metis", choices=("metis", "random"))
+    part.add_argument("--part_method", default=None, choices=("metis", "random", "kaminpar"),
+                      help="default: METIS in memory when the KG fits an eighth of this machine's memory, else "
+                           "KaMinPar streaming (the command says which and why)")
+    part.add_argument("--num_threads", type=int, default=None, help="threads for KaMinPar (default: every core)")
     part.add_argument("--has_edge_importance", action="store_true",
                       help="the training file's 4th column weighs each triple")
     part.add_argument("--seed", type=int, default=0)
@@ -197,9 +201,11 @@ def partition_command(args: argparse.Namespace) -> int:
     for line in data_warnings(data):
         say(line)
     out = partition_folder(args.data_path, args.dataset)
-    s = partition_kg(data, k, out, args.part_method, args.seed, data.importance, progress=True)
-    print(f"{args.part_method} partitioning of {data.name} ({data.n_entities:,} entities, {len(data.train):,} "
-          f"training triples) into {k} parts -> {out}/{data.name}.json")
+    s = partition_kg(data, k, out, args.part_method, args.seed, data.importance, progress=True,
+                     threads=args.num_threads or os.cpu_count() or 1)
+    print(f"partitioner: {s.why}")
+    print(f"partitioning of {data.name} ({data.n_entities:,} entities, {len(data.train):,} training triples) into "
+          f"{k} parts -> {out}/{data.name}.json")
     print(f"triples whose two entities sit in different partitions: {s.cross_share:.2%}")
     print(f"triples per partition: {', '.join(f'{n:,}' for n in s.triples_per_part)} (max/mean {s.imbalance:.3f}); "
           f"entities per partition: {', '.join(f'{n:,}' for n in s.entities_per_part)} ({s.seconds:.1f} s)")

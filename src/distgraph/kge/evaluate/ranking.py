@@ -79,8 +79,8 @@ class TripleFilter:
         """From (n, 3) triples of (head, relation, tail): the tails of `with_tails`, the heads of
         `with_heads` (the same triples unless given)."""
         with_heads = with_tails if with_heads is None else with_heads
-        h, r, t = with_tails.unbind(1)
-        hh, hr, ht = with_heads.unbind(1)
+        h, r, t = with_tails.to(torch.int64).unbind(1)  # (keys of entity x relation pass 32 bits)
+        hh, hr, ht = with_heads.to(torch.int64).unbind(1)
         return cls(n_relations, _Groups.build(h * n_relations + r, t), _Groups.build(ht * n_relations + hr, hh))
 
     def known(self, anchor: Tensor, rel: Tensor, corrupt_head: bool) -> tuple[Tensor, Tensor]:

@@ -95,7 +95,7 @@ class Trainer:
         return triples[mine], None if importance is None else importance[mine]
 
     def eval_triples(self, split: str) -> Tensor:
-        triples = torch.from_numpy(self._array(self.kg_files[split]))
+        triples = torch.from_numpy(self._array(self.kg_files[split])).to(torch.int64)  # (stored as int32 when ids fit)
         return eval_share(triples, self.cfg.eval_percent, self.ctx.rank, self.ctx.num_trainers, self.cfg.seed)
 
     # -------------------------------------------------------------- ranking

@@ -77,6 +77,18 @@ def from_array_graph(g: ArrayGraph, name: str = "graph") -> StreamSource:
                          for c in g.canonical_etypes}, name)
 
 
+def from_columns(src, dst, num_nodes: int, edge_data: dict[str, Any], name: str = "graph") -> StreamSource:
+    """A graph of one node type and one edge type from (src, dst) columns of any integer dtype,
+    in memory or memory-mapped (e.g. the head and tail columns of a KG's triples), and edge data
+    read on demand by rows: nothing is copied whole."""
+    if len(src) != len(dst):
+        raise InputError(f"{name}: {len(src)} sources but {len(dst)} destinations")
+    return StreamSource(["_N"], [("_N", "_E", "_N")], np.array([0, num_nodes], dtype=np.int64),
+                        np.array([0, len(src)], dtype=np.int64),
+                        lambda: _checked(_pieces(src, dst), num_nodes, num_nodes, 0, 0, f"edges of {name}"),
+                        {"_N": {}}, {"_N:_E:_N": dict(edge_data)}, name)
+
+
 def _typed_source(name: str, num_nodes: dict[str, int], etypes: list[tuple], pieces_of, ndata: dict,
                   edata: dict) -> StreamSource:
     """A source whose edges come per type in per-type ids (`pieces_of(etype)`)."""
