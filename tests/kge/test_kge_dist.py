@@ -44,6 +44,30 @@ def test_metis_keeps_more_triples_on_one_machine_than_random(kg):
     assert config.is_file() and (root / "planted" / "partitions" / "kg" / "test.npy").is_file()
 
 
+def test_a_streamed_partition_holds_every_known_triple_once_a_side(kg):
+    """--part_method kaminpar streams from the memory-mapped triples, as a KG too big for METIS in
+    memory does: each part's known triples (by head, by tail) together are every triple once a side."""
+    import numpy as np
+
+    from distgraph.kge.data.formats import load_dataset
+    from distgraph.partition import load_partition_book
+    from distgraph.partition.layout import PartitionConfig
+
+    root, data = kg
+    random_share = _partition(root, data, 2, "random")
+    streamed_share = _partition(root, data, 2, "kaminpar")
+    assert streamed_share < random_share, (streamed_share, random_share)
+    cfg = PartitionConfig.load(root / "planted" / "partitions" / "planted.json")
+    book = load_partition_book(cfg.path)
+    kg_data = load_dataset(root, "planted", "raw_udd_hrt", data[data.index("--data_files") + 1:])
+    total = len(kg_data.train) + len(kg_data.valid) + len(kg_data.test)
+    for side, col in (("head", 0), ("tail", 2)):
+        rows = [np.load(cfg.dir / cfg.part(p).file(f"kge_known_{side}")) for p in range(2)]
+        assert sum(len(r) for r in rows) == total
+        for p, r in enumerate(rows):
+            assert (book.nid2partid(r[:, col].astype(np.int64)).numpy() == p).all()
+
+
 @pytest.mark.multiprocess
 def test_dist_train_on_two_machines_reaches_the_single_machine_mrr(kg):
     root, data = kg
