@@ -80,5 +80,10 @@ def test_partition_writes_its_report(tmp_path, sbm):
     assert 0 < report["edge_cut"] < 1 and report["edge_cut"] == config["stats"]["edge_cut"]
     assert report["halo_share"] == pytest.approx(sum(p["halo_nodes"] for p in parts) / 3000)
     assert 1 <= report["balance"]["nodes"] < 1.05 and report["part_method"] == "metis"
-    png = (tmp_path / "p" / "g-report.png").read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    import xml.etree.ElementTree as ET
+
+    svg = ET.parse(tmp_path / "p" / "g-report.svg").getroot()  # a well-formed SVG document
+    bars = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect") if r.find("{http://www.w3.org/2000/svg}title")
+            is not None]
+    assert len(bars) == 4 * 3  # a bar per part in each of the 4 panels
+    assert bars[0].find("{http://www.w3.org/2000/svg}title").text == f"part 0: {parts[0]['nodes']:,}"

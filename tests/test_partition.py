@@ -448,7 +448,7 @@ def test_another_graphs_partition_in_the_folder_is_kept_unless_overwrite_is_aske
     assert load_partition(out / "first.json", 2).num_inner_nodes > 0
     assert main(argv + ["--overwrite"]) == 0
     assert sorted(f.name for f in out.glob("*.json")) == ["second-report.json", "second.json", "settings.json"]
-    assert not (out / "first-report.png").exists() and not (out / "part2").exists() and not any(out.glob("mapping/*_N*"))
+    assert not (out / "first-report.svg").exists() and not (out / "part2").exists() and not any(out.glob("mapping/*_N*"))
     book = load_partition_book(out / "second.json")
     assert book.num_nodes("paper") == mag.num_nodes("paper")
 

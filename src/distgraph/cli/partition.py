@@ -209,11 +209,11 @@ def _run_in_memory(args: argparse.Namespace, budget: int) -> int:
 
 
 def _finish(args: argparse.Namespace, stats, method: str, load_seconds: float) -> int:
-    """The summary and the partition report (JSON and PNG) of either path."""
+    """The summary and the partition report (JSON and SVG) of either path."""
     from ..partition.report import write_report
 
     print(f"{method} partitioning into {args.num_parts} parts -> {args.out}/{args.graph_name}.json")
     print(summary(stats, load_seconds))
-    json_path, png_path = write_report(args.out, stats, args.graph_name, method)
-    print(f"report: {json_path}, {png_path}")
+    json_path, svg_path = write_report(args.out, stats, args.graph_name, method)
+    print(f"report: {json_path}, {svg_path}")
     return 0
