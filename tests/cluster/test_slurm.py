@@ -16,6 +16,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -131,10 +133,11 @@ def test_a_killed_task_ends_the_job_naming_its_node(bed, slurm, tmp_path):
     _nothing_left(bed, session)
 
 
-def _torchrun_job(bed, marker: str, secret: str, epochs: int) -> tuple[list, list[list[str]], list]:
+@contextmanager
+def _torchrun_job(bed, marker: str, secret: str, epochs: int) -> Iterator[tuple[list, list[list[str]]]]:
     """The recipe of docs/launch.md on every host: `distgraph serve` for its machine and
     `torchrun --node_rank <machine>`, the secret on standard input (never a command line);
-    (each host's ssh process, its output lines as they come, the threads reading them)."""
+    (each host's ssh process, its output lines as they come), killed on the way out if running."""
     with socket.socket() as s:
         s.bind(("", 0))
         master_port = s.getsockname()[1]
@@ -157,21 +160,21 @@ def _torchrun_job(bed, marker: str, secret: str, epochs: int) -> tuple[list, lis
                for p, out in zip(jobs, pieces)]
     for t in readers:
         t.start()
-    return jobs, pieces, readers
-
-
-def test_torchrun_trainers_initialize_against_distgraph_serve(bed, copied, tmp_path):  # noqa: F811
-    """The torchrun recipe trains to the end on 3 hosts; every server leaves after the goodbyes."""
-    marker, secret = new_session(), secrets.token_hex(32)
-    jobs, pieces, readers = _torchrun_job(bed, marker, secret, 3)
     try:
-        codes = [proc.wait(timeout=300) for proc in jobs]
+        yield jobs, pieces
     finally:
         for p in jobs:
             if p.poll() is None:
                 p.kill()
         for t in readers:
             t.join(10)
+
+
+def test_torchrun_trainers_initialize_against_distgraph_serve(bed, copied, tmp_path):  # noqa: F811
+    """The torchrun recipe trains to the end on 3 hosts; every server leaves after the goodbyes."""
+    marker, secret = new_session(), secrets.token_hex(32)
+    with _torchrun_job(bed, marker, secret, 3) as (jobs, pieces):
+        codes = [proc.wait(timeout=300) for proc in jobs]
     outputs = ["".join(p) for p in pieces]
     assert codes == [0, 0, 0], "\n".join(o[-2000:] for o in outputs)
     assert re.search(r"best val acc [\d.]+ at epoch \d+; test acc ([\d.]+)", outputs[0]), outputs[0][-3000:]
@@ -189,8 +192,7 @@ def test_a_torchrun_job_that_loses_a_machine_leaves_nothing_on_the_others(bed, c
     """Everything of machine 2 (its serve, server, torchrun and trainer) killed mid-training: the
     other machines' servers end within 30 s, naming why, and nothing of the job is left anywhere."""
     marker, secret = new_session(), secrets.token_hex(32)
-    jobs, pieces, readers = _torchrun_job(bed, marker, secret, 1000)
-    try:
+    with _torchrun_job(bed, marker, secret, 1000) as (jobs, pieces):
         deadline = time.monotonic() + 300
         while "epoch 0:" not in "".join(pieces[0]):
             assert time.monotonic() < deadline and jobs[0].poll() is None, "".join(pieces[0])[-3000:]
@@ -203,12 +205,6 @@ def test_a_torchrun_job_that_loses_a_machine_leaves_nothing_on_the_others(bed, c
         for proc in jobs[:2]:
             proc.wait(timeout=120)
         took = time.monotonic() - began
-    finally:
-        for p in jobs:
-            if p.poll() is None:
-                p.kill()
-        for t in readers:
-            t.join(10)
     outputs = ["".join(p) for p in pieces]
     assert took < 30, (took, outputs[0][-2000:])
     for out in outputs[:2]:
