@@ -95,7 +95,7 @@ def test_one_partition_trains_exactly_as_the_table_in_memory(tmp_path):
     trainer.run()
     tables = {}
     trainer.finish(tables.update)
-    assert np.array_equal(np.asarray(tables["entity"]), saved.tables["entity"])
+    assert np.array_equal(np.concatenate(list(tables["entity"].blocks())), saved.tables["entity"])
     assert np.array_equal(tables["relation"], saved.tables["relation"])
     test = next(e[3] for e in events if e[0] == "metrics" and e[2] == "Test")
     ours = {k: test[k] / test["count"] for k in ("MRR", "MR", "HITS@1")}

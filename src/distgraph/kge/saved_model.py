@@ -27,13 +27,15 @@ and then in the data folder, found only when a command needs them (`ModelFolder.
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
-from ..files import private_files
+from ..files import check_space, private_files
 from .config import TrainConfig, check_model, table_widths
 from .data.formats import read_dict, write_dict
 from .data.names import Names
@@ -44,6 +46,7 @@ RELATION_DICT = "relations.dict"
 ENTITY_TABLE = "entities.parquet"
 RELATION_TABLE = "relations.parquet"
 _BLOCK_ROWS = 1 << 16  # rows checked for finite values at once: a bounded temporary whatever the table's size
+_WRITE_BYTES = 64 << 20  # rows written to the .npy and Parquet files at once
 DGLKE_KEYS = {"model": "model_name", "emb_size": "hidden_dim", "max_train_step": "max_step"}  # DGL-KE's -> ours
 _NAME_KEYS = {"entity": ("emap_file", ENTITY_DICT), "relation": ("rmap_file", RELATION_DICT)}  # key, default
 
@@ -84,46 +87,115 @@ def table_file(root: Path, cfg: TrainConfig, table: str) -> Path:
     return root / f"{cfg.dataset}_{cfg.model_name}{_SUFFIX[table]}.npy"
 
 
-def _parquet_table(names: Names, columns: dict[str, np.ndarray]):
+@dataclass
+class RowBlocks:
+    """A table too big to hold at once: its shape, its dtype and its rows in id order, a block of
+    consecutive rows at a time (a bucket-trained entity table yields a partition at a time)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    blocks: Callable[[], Iterable[np.ndarray]]
+
+    @classmethod
+    def of(cls, table) -> RowBlocks:
+        """`table` (an array, a memory map, a CPU tensor or a RowBlocks) as RowBlocks."""
+        if isinstance(table, RowBlocks):
+            return table
+        rows = table.numpy() if hasattr(table, "numpy") else np.asarray(table)
+        return cls(rows.shape, rows.dtype, lambda: (rows[i:i + _BLOCK_ROWS] for i in range(0, len(rows), _BLOCK_ROWS)))
+
+    def pieces(self, rows: int) -> Iterator[np.ndarray]:
+        """The rows `rows` at a time (the last piece shorter) whatever sizes the blocks come in;
+        one empty piece for a table without rows."""
+        held: list[np.ndarray] = []
+        count = 0
+        for block in self.blocks():
+            block = np.asarray(block)
+            while len(block):
+                take = min(rows - count, len(block))
+                held.append(block[:take])
+                count, block = count + take, block[take:]
+                if count == rows:
+                    yield np.concatenate(held) if len(held) > 1 else held[0]
+                    held, count = [], 0
+        if held or not self.shape[0]:
+            yield np.concatenate(held) if held else np.empty((0, *self.shape[1:]), dtype=self.dtype)
+
+
+def _parquet_table(names: Names, first: int, columns: dict[str, np.ndarray]):
+    """The Parquet rows of ids first, first + 1, ...: id, name and each column's row, flattened."""
     import pyarrow as pa
 
-    arrays = {"id": pa.array(np.arange(len(names), dtype=np.int64)), "name": names.to_arrow()}
+    count = len(next(iter(columns.values())))
+    ids = np.arange(first, first + count, dtype=np.int64)
+    arrays = {"id": pa.array(ids), "name": names.take(ids).to_arrow()}
     for key, a in columns.items():
-        a = np.ascontiguousarray(a, dtype=np.float32).reshape(len(names), -1)
+        a = np.ascontiguousarray(a, dtype=np.float32).reshape(count, -1)
         arrays[key] = pa.FixedSizeListArray.from_arrays(pa.array(a.reshape(-1)), a.shape[1])
     return pa.table(arrays)
 
 
-def _write_result_tables(path: Path, tables: dict, entities: Names, relations: Names) -> None:
-    """The two Parquet tables of a model whose `tables` are {"entity", "relation"[, "projection"]}:
-    the entities' `emb`, the relations' `emb` (and TransR's `projection`, flattened)."""
+def _write_group(path: Path, cfg: TrainConfig, parquet: str, names: Names, tables: dict[str, RowBlocks]) -> None:
+    """One pass over `tables` ({"entity"}, or {"relation"[, "projection"]}), a bounded block of rows
+    at a time: each table's .npy file and the Parquet file `parquet` of their rows with `names`
+    (columns `emb` and TransR's `projection`)."""
     import pyarrow.parquet as pq
 
-    def rows(t) -> np.ndarray:
-        return t.numpy() if hasattr(t, "numpy") else np.asarray(t)
-
-    pq.write_table(_parquet_table(entities, {"emb": rows(tables["entity"])}), Path(path) / ENTITY_TABLE)
-    if "relation" in tables:  # (a model saved without it is refused when read back)
-        rel = {"emb": rows(tables["relation"]), **({"projection": rows(tables["projection"])} if "projection" in tables
-                                                   else {})}
-        pq.write_table(_parquet_table(relations, rel), Path(path) / RELATION_TABLE)
+    column = {"entity": "emb", "relation": "emb", "projection": "projection"}
+    row_bytes = max(int(np.prod(t.shape[1:], dtype=np.int64)) * np.dtype(t.dtype).itemsize for t in tables.values())
+    rows = max(1, _WRITE_BYTES // max(row_bytes, 1))
+    files = {name: open(table_file(path, cfg, name), "wb") for name in tables}
+    writer, first = None, 0
+    try:
+        for name, f in files.items():
+            t = tables[name]
+            np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(np.dtype(t.dtype)),
+                                                     "fortran_order": False, "shape": tuple(t.shape)})
+        for pieces in zip(*(t.pieces(rows) for t in tables.values())):
+            for (name, f), piece in zip(files.items(), pieces):
+                f.write(np.ascontiguousarray(piece, dtype=tables[name].dtype).tobytes())
+            part = _parquet_table(names, first, {column[name]: piece for name, piece in zip(tables, pieces)})
+            writer = writer or pq.ParquetWriter(path / parquet, part.schema)
+            writer.write_table(part)
+            first += len(pieces[0])
+    finally:
+        for f in files.values():
+            f.close()
+        if writer is not None:
+            writer.close()
+    if first != len(names):
+        raise InputError(f"{parquet}: the tables hold {first:,} rows for {len(names):,} names")
 
 
 @private_files()
-def save_model(path: Path, cfg: TrainConfig, tables: dict[str, np.ndarray], entities: Names | list[str],
+def save_model(path: Path, cfg: TrainConfig, tables: dict[str, object], entities: Names | list[str],
                relations: Names | list[str]) -> None:
-    """Write the embeddings (rows in the original ids), the id maps and config.json into `path`."""
+    """Write the embeddings (rows in the original ids: arrays, tensors or `RowBlocks`), the id maps,
+    the Parquet tables and config.json into `path`, a bounded block of rows at a time. They are
+    written in a hidden sibling folder renamed to `path` when complete: a failed save (a full
+    disk) leaves nothing half-written there."""
     entities, relations = Names.of(entities), Names.of(relations)
-    path.mkdir(parents=True, exist_ok=True)
-    for name, table in tables.items():
-        np.save(table_file(path, cfg, name), np.asarray(table))
-    write_dict(path / ENTITY_DICT, entities)
-    write_dict(path / RELATION_DICT, relations)
-    _write_result_tables(path, tables, entities, relations)
-    conf = cfg.to_dict()
-    conf.update(n_entities=len(entities), n_relations=len(relations), emap_file=ENTITY_DICT,
-                rmap_file=RELATION_DICT, **{theirs: conf[ours] for theirs, ours in DGLKE_KEYS.items()})
-    (path / "config.json").write_text(json.dumps(conf, indent=4))
+    tables = {name: RowBlocks.of(t) for name, t in tables.items()}
+    need = sum(int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize for t in tables.values())
+    check_space(path.parent, 2 * need + 32 * len(entities), f"the model {path} (its .npy and Parquet tables)")
+    partial = path.with_name(f".{path.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        _write_group(partial, cfg, ENTITY_TABLE, entities, {"entity": tables["entity"]})
+        if "relation" in tables:  # (a model saved without it is refused when read back)
+            _write_group(partial, cfg, RELATION_TABLE, relations,
+                         {n: tables[n] for n in ("relation", "projection") if n in tables})
+        write_dict(partial / ENTITY_DICT, entities)
+        write_dict(partial / RELATION_DICT, relations)
+        conf = cfg.to_dict()
+        conf.update(n_entities=len(entities), n_relations=len(relations), emap_file=ENTITY_DICT,
+                    rmap_file=RELATION_DICT, **{theirs: conf[ours] for theirs, ours in DGLKE_KEYS.items()})
+        (partial / "config.json").write_text(json.dumps(conf, indent=4))
+        partial.rename(path)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
 
 
 @dataclass

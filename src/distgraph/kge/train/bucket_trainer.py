@@ -24,7 +24,6 @@ from typing import Callable
 
 import numpy as np
 import torch
-from numpy.lib.format import open_memmap
 from torch import Tensor
 
 from ...distributed.initializers import Uniform
@@ -37,7 +36,7 @@ from ..config import TrainConfig
 from ..evaluate.link_prediction import eval_share
 from ..evaluate.partitioned import evaluate_partitioned, query_filter
 from ..models import KGEModel, create_model
-from ..saved_model import nonfinite_rows, refuse_nonfinite
+from ..saved_model import RowBlocks, nonfinite_rows, refuse_nonfinite
 from .buckets import BucketLayout, bucket_order
 from .partitions import EntityPartitions
 from .sampler import Batch, ChunkSampler
@@ -236,14 +235,11 @@ class BucketTrainer:
         refuse_nonfinite(counts, sizes, "the trained model")
 
     def _tables_for_saving(self) -> dict[str, object]:
-        """Every table in id order: the entity rows gathered into one file under `work` (mapped, not loaded)."""
+        """Every table in id order, the entity table read a partition at a time as it is written."""
         ent = self.tables.entities
-        out = open_memmap(self.work / "entity.npy", mode="w+", dtype=np.float32,
-                          shape=(self.layout.n_entities, ent.dim))
-        for p in range(ent.num_parts):
-            out[int(self.layout.bounds[p]):int(self.layout.bounds[p + 1])] = ent.read(p).numpy()
-        out.flush()
-        return {"entity": out, **{name: rows.numpy() for name, (rows, _) in self.tables.relations.items()}}
+        blocks = RowBlocks((self.layout.n_entities, ent.dim), np.dtype(np.float32),
+                           lambda: (ent.read(p).numpy() for p in range(ent.num_parts)))
+        return {"entity": blocks, **{name: rows.numpy() for name, (rows, _) in self.tables.relations.items()}}
 
     @staticmethod
     def _ask(tables: BucketTables, sampler: ChunkSampler) -> tuple[Batch, list[tuple[str, Tensor]], _Rows]:
