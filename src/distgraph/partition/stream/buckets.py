@@ -4,7 +4,9 @@ memory alone: an external bucket sort with one write and one read of every edge.
 A bucket is a set of columns (same length, fixed dtypes), each an append-only raw file in a
 scratch folder. Appending groups a chunk's rows by bucket with one counting sort; reading
 returns a bucket's columns whole. The folder is removed on `close` (and by the context manager
-on any error), so a failed run leaves no scratch behind.
+on any error), so a failed run leaves no scratch behind, even on a full disk: rows that could
+not be flushed are dropped with it. A write the disk refuses is one line naming the folder and
+the option that moves it (`option`: `--out` on one host, `--scratch_dir` across hosts).
 """
 
 from __future__ import annotations
@@ -20,17 +22,27 @@ from ...errors import InputError
 
 
 class Buckets:
-    """`num` buckets of the columns `dtypes` (name -> dtype) under a fresh folder in `parent`."""
+    """`num` buckets of the columns `dtypes` (name -> dtype) under a fresh folder in `parent`
+    (`option`: the command-line option that chooses `parent`, named when its disk is full)."""
 
-    def __init__(self, parent: Path, num: int, dtypes: dict[str, np.dtype], label: str = "buckets"):
-        parent.mkdir(parents=True, exist_ok=True)
-        self.root = Path(tempfile.mkdtemp(prefix=f".{label}-", dir=parent))
+    def __init__(self, parent: Path, num: int, dtypes: dict[str, np.dtype], label: str = "buckets",
+                 option: str = "--out"):
+        self.option = option
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            self.root = Path(tempfile.mkdtemp(prefix=f".{label}-", dir=parent))
+        except OSError as exc:
+            raise self._refused(parent, exc) from None
         self.num, self.dtypes = num, {k: np.dtype(v) for k, v in dtypes.items()}
         self.sizes = np.zeros(num, dtype=np.int64)
         self._files = {}  # (bucket, column) -> append handle, opened on a bucket's first rows
 
     def _path(self, bucket: int, column: str) -> Path:
         return self.root / f"{bucket}.{column}"
+
+    def _refused(self, where: Path, exc: OSError) -> InputError:
+        return InputError(f"cannot write scratch files under {where} ({exc.strerror or exc}); free disk space there "
+                          f"or point {self.option} at a disk with room")
 
     def __enter__(self) -> "Buckets":
         return self
@@ -49,8 +61,7 @@ class Buckets:
                     f = self._files.get((b, k)) or self._files.setdefault((b, k), open(self._path(b, k), "ab"))
                     f.write(grouped[starts[b]:starts[b + 1]].data)
         except OSError as exc:
-            raise InputError(f"cannot write scratch files under {self.root.parent} ({exc.strerror or exc}); free "
-                             f"disk space there or pass another scratch folder") from None
+            raise self._refused(self.root.parent, exc) from None
         self.sizes += np.diff(starts)
 
     def read(self, bucket: int, columns: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
@@ -68,9 +79,13 @@ class Buckets:
 
     def finish(self) -> None:
         """Flush and close the append handles (reading may start)."""
-        for f in self._files.values():
-            f.close()
-        self._files = {}
+        files, self._files = self._files, {}
+        try:
+            for f in files.values():
+                f.close()
+        except OSError as exc:
+            _close_quietly(files.values())
+            raise self._refused(self.root.parent, exc) from None
 
     def drop(self, bucket: int) -> None:
         """Delete a bucket that was read (its disk space back at once)."""
@@ -78,8 +93,20 @@ class Buckets:
             self._path(bucket, k).unlink(missing_ok=True)
 
     def close(self) -> None:
-        self.finish()
+        """Remove the folder; rows not yet flushed go with it (so a full disk is no error here)."""
+        _close_quietly(self._files.values())
+        self._files = {}
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _close_quietly(files) -> None:
+    """Close append handles whose rows are dropped: a flush the disk refuses does not matter
+    (the handle is closed all the same)."""
+    for f in files:
+        try:
+            f.close()
+        except OSError:
+            pass
 
 
 def id_dtype(bound: int) -> np.dtype:
