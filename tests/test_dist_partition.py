@@ -191,12 +191,29 @@ def test_a_chunk_a_host_cannot_read_is_named(ip_config, tmp_path):
     assert not (tmp_path / "dist" / "g.json").exists()
 
 
-FAULTS = {  # code run in one host's process before it starts (a sitecustomize on its PYTHONPATH)
+FAULTS = {  # code run in one host's processes before they start (a sitecustomize on their PYTHONPATH)
     "disk full while writing": """
 import errno, os
 def pwrite(*args):
     raise OSError(errno.ENOSPC, "No space left on device")
 os.pwrite = pwrite
+""",
+    "disk full under its buckets": """
+import errno, io
+from distgraph.partition.dist import hostwork
+from distgraph.partition.stream import buckets
+class Full(io.RawIOBase):
+    def writable(self):
+        return True
+    def write(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+def full(path, mode):  # rows wait in the buffer, which the disk refuses when flushed
+    open(path, mode).close()
+    return io.BufferedWriter(Full(), 1 << 24)
+def write(self, h, arrays):  # the disk is full when the parts are written (so is the buckets' flush in the clean-up)
+    raise OSError(errno.ENOSPC, "No space left on device", str(self.out / "part2"))
+buckets.open = full
+hostwork.HostWork.write = write
 """,
     "dies mid-shuffle": """
 import os
@@ -205,15 +222,25 @@ def edges(self, h, arrays):
     os._exit(9)
 hostwork.HostWork.edges = edges
 """,
+    "killed mid-shuffle": """
+import os, signal
+from distgraph.partition.dist import hostwork
+def edges(self, h, arrays):  # (its guard removes what it wrote)
+    os.kill(os.getpid(), signal.SIGKILL)
+hostwork.HostWork.edges = edges
+""",
 }
 
 
 @pytest.mark.parametrize("fault, message", [
     ("disk full while writing",  # (its first write: node data rows sent to it in the shuffle)
      r"machine 2 .* refused 'node_rows': cannot write .*No space left on device\); free disk"),
+    ("disk full under its buckets", r"machine 2 .* refused 'write': No space left on device: \S+part2; free disk "
+                                    r"space there or point --scratch_dir at a disk with room$"),
     ("dies mid-shuffle", r"machine 2"),
+    ("killed mid-shuffle", r"the partitioning process of machine 2 on 127\.0\.0\.1 was killed by SIGKILL"),
 ])
-def test_a_host_that_fails_leaves_nothing_that_loads(fault, message, ip_config, tmp_path, monkeypatch):
+def test_a_host_that_fails_leaves_nothing_that_loads(fault, message, ip_config, tmp_path, monkeypatch, capfd):
     g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
     root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
     partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="random", seed=1)
@@ -226,8 +253,55 @@ def test_a_host_that_fails_leaves_nothing_that_loads(fault, message, ip_config, 
     with pytest.raises(PartitionError, match=message) as failed:
         partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="random", seed=2)
     assert "\n" not in str(failed.value)
+    said = capfd.readouterr().err
+    assert "Traceback" not in said and "[2/partition/0]" not in said, said  # (nor any error of its clean-up)
     left = sorted(str(p.relative_to(tmp_path / "dist")) for p in (tmp_path / "dist").rglob("*") if p.is_file())
     assert left == [], left  # no config, no partition file, no scratch: nothing a later run would load
+
+
+def test_a_run_removes_what_a_killed_one_left_and_keeps_a_live_ones_scratch(ip_config, tmp_path, capsys):
+    """Left by a run whose processes were all killed: its scratch folder (unlocked), a part
+    file and an id map piece no config names, its lock; in --scratch_dir, the scratch of a
+    run still going (locked) stays; the folders end with the partition alone."""
+    import fcntl
+
+    from distgraph.cli.main import main
+
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    out, scratch = tmp_path / "dist", tmp_path / "scratch"
+    dead = [".distgraph-scratch-dead/lock", ".distgraph-scratch-dead/.edges-x/0.dst"]
+    for path in [out / rel for rel in dead + [".distgraph-machine1.lock", "part1/node._N.feat.npy",
+                                               "mapping/node._N.tmp-1.npy"]] + [scratch / rel for rel in dead]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"left")
+    live = scratch / ".distgraph-scratch-live"
+    live.mkdir()
+    with open(live / "lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert main(["partition", "--input", str(root), "--graph_name", "g", "--num_parts", "3", "--out", str(out),
+                     "--part_method", "random", "--ip_config", str(ip_config), "--scratch_dir", str(scratch)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["g-report.json", "g-report.svg", "g.json", "mapping", "part0",
+                                                     "part1", "part2"], capsys.readouterr().err
+    assert [p.name for p in (out / "mapping").iterdir() if "tmp" in p.name] == []
+    assert load_partition(out / "g.json", 1).num_inner_nodes > 0
+    assert sorted(str(p.relative_to(scratch)) for p in scratch.rglob("*")) == [".distgraph-scratch-live",
+                                                                            ".distgraph-scratch-live/lock"]
+
+
+def test_a_second_run_into_a_folder_a_host_holds_is_refused(ip_config, tmp_path):
+    import fcntl
+
+    g = generate_sbm(1000, 8000, num_classes=3, feat_dim=4, seed=4)
+    root = chunked_copy(g, tmp_path / "g", edge_chunks=3).parent
+    (tmp_path / "dist").mkdir()
+    with open(tmp_path / "dist" / ".distgraph-machine1.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(PartitionError, match=r"machine 1: another partitioning is writing into \S+dist on "
+                                                 r"127\.0\.0\.1 \(it holds \S+\.distgraph-machine1\.lock\); wait "
+                                                 r"for it to end, or choose another output folder$"):
+            partition_cluster(root, "g", 3, tmp_path / "dist", ip_config, part_method="random")
+    assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == [".distgraph-machine1.lock"]
 
 
 HOLDING = {  # (a sitecustomize of the hosts' processes, as FAULTS)
@@ -400,4 +474,6 @@ def test_options_that_need_one_host_are_refused_with_ip_config(chunked, ip_confi
     (tmp_path / "g.npz").write_bytes(b"PK\x03\x04")
     assert main([*base, "--input", str(tmp_path / "g.npz")]) == 2
     assert "g.npz is not a chunked graph folder here" in capsys.readouterr().err
+    assert main([*base[:-2], "--input", str(chunked), "--scratch_dir", str(tmp_path / "s")]) == 2
+    assert "--scratch_dir goes with --ip_config" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

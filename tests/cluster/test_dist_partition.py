@@ -3,14 +3,20 @@ coordinating host, outside the test bed): each host holds the metadata and only 
 of its share (edges, node data, edge data) and runs under a memory cap (a cgroup holding its
 sshd, so its agent and partitioning process) that the single-host streaming path exceeds for
 the same graph; the hosts' partitions, the id maps and the config (on every host, as
-`distgraph launch` needs) are the single-host path's, byte for byte."""
+`distgraph launch` needs) are the single-host path's, byte for byte. Faults mid-run (a host's
+disk full, its process killed -9, its link down) end the command with one line naming the host,
+and nothing of the run stays on any host, or past the next run into the same folder."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -29,10 +35,13 @@ pytestmark = [pytest.mark.multiprocess, pytest.mark.skipif(why_not() is not None
 CAP = 110 << 20  # per host: the single-host streaming path needs 130-150 MB on this graph, a host under 100
 
 
-def _partition(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "distgraph.cli.main", "partition", "--graph_name", "g", "--num_parts", "3",
+def _argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "distgraph.cli.main", "partition", "--graph_name", "g", "--num_parts", "3",
             "--part_method", "random", "--seed", "7", *args]
-    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def _partition(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(_argv(*args), cwd=cwd, capture_output=True, text=True, timeout=300, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -118,3 +127,183 @@ def test_an_unreachable_host_stops_the_command_with_one_line(bed, job, tmp_path)
         done.stderr
     assert not (here / "out2" / "g.json").exists()
     assert not any((host.workspace / job / "out2").exists() for host in bed.hosts[:2])
+
+
+def _inside(host, rel: str) -> Path:
+    """`rel` under the workspace as host `host` sees it (through its mount namespace: a tmpfs
+    mounted there shows only here)."""
+    return Path(f"/proc/{host.sshd.pid}/root{WORKSPACE}") / rel
+
+
+def _left(folder: Path) -> list[str]:
+    """Everything under `folder` (dot files too), or nothing when it is gone."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
+
+
+def _in_namespace(host, *argv: str) -> None:
+    """Run `argv` in host `host`'s mount namespace (a mount there is its own)."""
+    subprocess.run(["nsenter", "-t", str(host.sshd.pid), "-m", *argv], check=True)
+
+
+class _Command:
+    """A partitioning of the job's graph on the test hosts into `out`, started in the
+    background (its output in files) so that a fault can strike while it runs."""
+
+    def __init__(self, bed, here: Path, ip_config: Path, out: str, *more: str):
+        argv = _argv("--input", "g", "--out", out, "--ip_config", str(ip_config), "--workspace", str(here),
+                     "--ssh_config", str(bed.ssh_config), *more)
+        self.logs = [tempfile.TemporaryFile("w+") for _ in range(2)]
+        self.proc = subprocess.Popen(argv, cwd=here, stdout=self.logs[0], stderr=self.logs[1], text=True)
+
+    def wait(self, timeout: float) -> tuple[int, str, str]:
+        """Its exit code, standard output and error."""
+        code = self.proc.wait(timeout)
+        texts = []
+        for f in self.logs:
+            f.seek(0)
+            texts.append(f.read())
+            f.close()
+        return code, *texts
+
+    def shuffling(self, folder: Path, timeout: float = 120) -> None:
+        """Wait until edges arrive in the buckets under a host's folder `folder`: mid-shuffle."""
+        deadline = time.monotonic() + timeout
+        while not any(".edges-" in str(p) and p.is_file() and p.stat().st_size for p in folder.rglob("*")):
+            assert self.proc.poll() is None and time.monotonic() < deadline, self.wait(10)
+            time.sleep(0.02)
+
+
+@pytest.fixture
+def start(bed, job, tmp_path):
+    """`start(out, *more)`: a `_Command` into `out` (a folder in the job's), with options `more`
+    (one a failed test left running is killed at its end)."""
+    ip_config = tmp_path / "ip_config.txt"
+    ip_config.write_text("".join(f"{host.ip} {bed.port}\n" for host in bed.hosts))
+    started: list[_Command] = []
+
+    def command(out: str, *more: str) -> _Command:
+        started.append(_Command(bed, Path(WORKSPACE) / job, ip_config, out, *more))
+        return started[-1]
+
+    yield command
+    for c in started:
+        if c.proc.poll() is None:
+            c.proc.kill()
+            c.proc.wait()
+
+
+def _processes(host, port: int) -> list[int]:
+    """The pids of the partitioning processes of `host`: its guard, then the worker it forked."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{entry.name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if f"DISTGRAPH_LISTEN={host.ip} {port}".encode() in env:
+            found[int(entry.name)] = ppid
+    return sorted(found, key=lambda pid: found[pid] in found)  # (the guard's parent is the agent)
+
+
+def _one_error_line(stderr: str, *parts: str) -> None:
+    """The command said one error line (and no traceback anywhere), holding each of `parts`."""
+    errors = [line for line in stderr.splitlines() if "error" in line.lower()]
+    assert "Traceback" not in stderr and len(errors) == 1, stderr[-4000:]
+    assert all(p in errors[0] for p in parts), errors[0]
+    print(errors[0])
+
+
+def _nothing_left(bed, job: str, out: str) -> None:
+    """Nothing of a failed run into `out` anywhere: on the coordinating host, on every host."""
+    for folder in [Path(WORKSPACE) / job / out] + [_inside(host, f"{job}/{out}") for host in bed.hosts]:
+        assert _left(folder) == [], (folder, _left(folder))
+
+
+def _partitioned(bed, job: str, out: str, command: _Command) -> None:
+    """`command` succeeded: each host holds the config, the id maps and its own part (no scratch)."""
+    code, stdout, stderr = command.wait(300)
+    assert code == 0, stdout[-3000:] + stderr[-3000:]
+    for h, host in enumerate(bed.hosts):
+        assert sorted(p.name for p in _inside(host, f"{job}/{out}").iterdir()) == ["g.json", "mapping", f"part{h}"]
+
+
+@pytest.mark.parametrize("where, size, fix", [
+    ("out", "1m", "free disk space there"),  # full while node data rows arrive
+    ("scratch", "4m", "free disk space there or point --scratch_dir at a disk with room"),  # in the edge buckets
+])
+def test_a_full_disk_on_a_host_ends_with_one_line_and_leaves_it_empty(where, size, fix, bed, job, start):
+    """A small tmpfs over a host's output folder or its --scratch_dir: one line naming the
+    machine and the fix, and that disk empty again; made larger, a run into the same folders succeeds."""
+    full, out = bed.hosts[2], f"full-{where}"
+    disk = f"{job}/{out if where == 'out' else 'scratch'}"
+    more = () if where == "out" else ("--scratch_dir", "scratch")
+    (full.workspace / disk).mkdir()
+    _in_namespace(full, "mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", f"{WORKSPACE}/{disk}")
+    try:
+        code, stdout, stderr = start(out, *more).wait(300)
+        assert code == 2, stdout[-3000:] + stderr[-3000:]
+        _one_error_line(stderr, "machine 2", full.ip, "No space left on device", fix)
+        usage = os.statvfs(_inside(full, disk))
+        assert usage.f_bfree == usage.f_blocks, "the disk was left full"
+        _nothing_left(bed, job, out)
+        assert _left(_inside(full, disk)) == []
+        _in_namespace(full, "mount", "-o", "remount,size=256m", f"{WORKSPACE}/{disk}")
+        _partitioned(bed, job, out, start(out, *more))
+        if where == "scratch":
+            assert _left(_inside(full, disk)) == []
+    finally:
+        _in_namespace(full, "umount", f"{WORKSPACE}/{disk}")
+
+
+@pytest.mark.parametrize("victims", ["worker", "guard and worker"])
+def test_a_host_process_killed_mid_shuffle_ends_with_one_line(victims, bed, job, start):
+    """kill -9 of machine 1's worker (its guard removes what it wrote) or of both its processes
+    (then nothing there can): one line naming it within seconds; a later run into the same
+    folder removes what is left before it starts, and succeeds."""
+    victim, out = bed.hosts[1], f"killed-{victims.replace(' ', '-')}"
+    command = start(out)
+    command.shuffling(_inside(victim, f"{job}/{out}"))
+    pids = _processes(victim, bed.port)
+    assert len(pids) == 2, pids
+    pids = pids if victims != "worker" else pids[1:]
+    for sig in (signal.SIGSTOP, signal.SIGKILL):  # (stopped first: killed together, neither cleans up after the other)
+        for pid in pids:
+            os.kill(pid, sig)
+    killed = time.monotonic()
+    code, stdout, stderr = command.wait(120)
+    took = time.monotonic() - killed
+    print(f"ended {took:.1f} s after the kill")
+    assert code == 2 and took < 10, (took, stdout[-3000:] + stderr[-3000:])
+    _one_error_line(stderr, "machine 1", victim.ip, "was killed by SIGKILL", "run the command again")
+    if victims == "worker":
+        _nothing_left(bed, job, out)
+    else:
+        assert any(".distgraph-scratch-" in p for p in _left(_inside(victim, f"{job}/{out}")))
+    _partitioned(bed, job, out, start(out))
+
+
+def test_a_host_whose_link_goes_down_mid_shuffle_is_named_within_30_s(bed, job, start):
+    """Its link down: "lost the connection to host H" within 30 s with launch's exit code for
+    it (255); the other hosts remove what they wrote at once, the lost one when it notices the
+    silence (its agent stops its process); with the link back, a run into the same folder succeeds."""
+    lost = bed.hosts[2]
+    command = start("cut")
+    command.shuffling(_inside(lost, f"{job}/cut"))
+    subprocess.run(["ip", "link", "set", bed.veth(lost), "down"], check=True)
+    try:
+        cut = time.monotonic()
+        code, stdout, stderr = command.wait(120)
+        took = time.monotonic() - cut
+        print(f"ended {took:.1f} s after the link went down")
+        assert code == 255 and took < 30, (took, stdout[-3000:] + stderr[-3000:])
+        _one_error_line(stderr, f"lost the connection to host {lost.ip}", "run the command again")
+        deadline = time.monotonic() + 30
+        while _left(_inside(lost, f"{job}/cut")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        _nothing_left(bed, job, "cut")
+    finally:
+        subprocess.run(["ip", "link", "set", bed.veth(lost), "up"], check=True)
+    _partitioned(bed, job, "cut", start("cut"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -52,6 +53,9 @@ def register(subparsers) -> None:
                     help="one `IP [PORT]` line per host (as for distgraph launch); part p is written on host p mod H")
     cl.add_argument("--workspace", default=None,
                     help="the folder relative --input and --out paths are in, on every host (default: this one)")
+    cl.add_argument("--scratch_dir", default=None,
+                    help="where each host keeps its scratch buckets while it works (as --out: the same path on "
+                         "every host, relative ones in --workspace; default: --out)")
     cl.add_argument("--encrypt", action="store_true", help="encrypt the traffic between the hosts (ZeroMQ CURVE)")
     add_ssh_args(cl)
     el = p.add_argument_group("edge lists")
@@ -113,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.ip_config:
         return _run_cluster(args)
+    if args.scratch_dir:
+        raise InputError("--scratch_dir goes with --ip_config (on this host alone the scratch buckets go under --out)")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise InputError(f"--out {args.out} is an existing file; pass a folder (it is created if missing)")
     if args.input and not Path(args.input).exists():
@@ -136,10 +142,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_cluster(args: argparse.Namespace) -> int:
-    """`--ip_config`: one process per host (`partition.dist`)."""
+    """`--ip_config`: one process per host (`partition.dist`); a lost host ends it with launch's
+    exit code for one."""
     from ..cluster.ip_config import parse_ip_config
+    from ..launch.remote import LOST_CODE
     from ..partition.choose import choose_cluster
     from ..partition.dist import partition_cluster
+    from ..partition.dist.processes import HostLost
     from ..partition.stream import from_chunked
 
     here = Path(args.workspace or ".")
@@ -156,11 +165,15 @@ def _run_cluster(args: argparse.Namespace) -> int:
     print(f"{args.input}: {source.num_nodes():,} nodes, {source.num_edges():,} edges, node types {source.ntypes}, "
           f"on {len(machines)} hosts")
     print(f"partitioner: {choice.why}")
-    stats = partition_cluster(args.input, args.graph_name, args.num_parts, args.out, args.ip_config,
-                              ssh_options(args), args.workspace, part_method=choice.method,
-                              balance_train=args.balance_train, balance_edges=args.balance_edges, seed=args.seed,
-                              threads=args.num_threads or os.cpu_count() or 1, progress=True,
-                              overwrite=args.overwrite, encrypt=args.encrypt)
+    try:
+        stats = partition_cluster(args.input, args.graph_name, args.num_parts, args.out, args.ip_config,
+                                  ssh_options(args), args.workspace, part_method=choice.method,
+                                  balance_train=args.balance_train, balance_edges=args.balance_edges, seed=args.seed,
+                                  threads=args.num_threads or os.cpu_count() or 1, progress=True,
+                                  overwrite=args.overwrite, encrypt=args.encrypt, scratch_dir=args.scratch_dir)
+    except HostLost as exc:
+        print(f"distgraph {args.command}: error: {exc}", file=sys.stderr)
+        return LOST_CODE
     return _finish(args, stats, choice.method, 0.0)
 
 

@@ -25,7 +25,9 @@ drives them (`protocol`, `hostwork`):
    hosts' pieces) and the config, which every host then writes beside its parts, last.
 No host reads data outside its share, and data rows travel a slice of a few MB at a time. The
 files are those `partition_stream` writes, byte for byte for the same assignment. If anything
-fails, every host removes what it wrote and no config is written anywhere.
+fails, every host removes what it wrote (`hostfolders`; a host's guard when its worker was
+killed), so does this one (`out_folder.output_folder`), no config is written anywhere, and the
+command says why in one line naming the host (`processes`).
 """
 
 from __future__ import annotations
@@ -44,17 +46,17 @@ from ...progress import Progress
 from ...launch.ssh import SshOptions
 from ...rpc.auth import Credentials
 from ...rpc.transport import Connections, PeerError, RemoteError, Request
-from ..out_folder import check_out, clear_out, write_config
+from ..out_folder import check_out, clear_out, output_folder, write_config
 from ..stream.adjacency import check_nodes, write_rows
 from ..stream.numbering import edge_ranges, number_nodes
-from ..stream.partwriter import EDGE_MAP, remove_files, write_node_maps
+from ..stream.partwriter import EDGE_MAP, write_node_maps
 from ..stream.source import from_chunked
 from ..stream.writer import MAX_BUCKETS, Degrees, assign, check_request, data_specs, partition_config, split_weight
 from ..report import PartitionStats
 from . import datalayout as D
 from . import protocol as P
 from .host import peak_rss
-from .processes import HostProcesses
+from .processes import HostLost, HostProcesses
 from .shares import host_of_part, my_parts, share_of, working_edges
 
 ROWS_PER_MESSAGE = 1 << 20  # per-node arrays travel in slices of this many rows
@@ -94,12 +96,16 @@ class _Hosts:
         return self.conns.wait(batch, self.processes.check)
 
     def close(self, op: str) -> list[int]:
-        """Tell every host to end (`exit`, or `abort`: remove what it wrote), as far as it still
-        answers; the hosts' peak memory (bytes) when they all did."""
+        """Tell every host whose process still runs to end (`exit`, or `abort`: remove what it
+        wrote), one after another (each answers at once, then ends), as far as it answers; the
+        hosts' peak memory (bytes) of those that did."""
+        replies = []
         try:
-            replies = self.conns.call([Request(h, {"op": op}) for h in range(self.num)], END_SECONDS)
-        except DistGraphError:
-            replies = []
+            for h in self.processes.running():
+                try:
+                    replies += self.conns.call([Request(h, {"op": op})], END_SECONDS)
+                except DistGraphError:
+                    continue
         finally:
             self.conns.close()
         return [int(r.header.get("peak_rss", 0)) for r in replies]
@@ -110,58 +116,63 @@ def partition_cluster(input_path: str | Path, graph_name: str, num_parts: int, o
                       ip_config: str | Path, ssh: SshOptions = SshOptions(), workspace: str | None = None,
                       part_method: str = "random", balance_train: bool = False, balance_edges: bool = False,
                       seed: int = 0, threads: int = 1, progress: bool = False, overwrite: bool = False,
-                      encrypt: bool = False, timeout: float = 60.0) -> PartitionStats:
+                      encrypt: bool = False, timeout: float = 60.0,
+                      scratch_dir: str | Path | None = None) -> PartitionStats:
     """Partition the chunked graph at `input_path` into `num_parts` parts with one process per
     machine of `ip_config` (paths as every host sees them, relative ones in `workspace`); part p
     is written under `out_path` on machine p mod H, the id maps and config on this host (and
-    the config on every machine). See the module docstring."""
+    the config on every machine); each host's scratch buckets go under `scratch_dir` (default
+    `out_path`). A lost host raises `HostLost`. See the module docstring."""
     t0 = time.perf_counter()
     machines = parse_ip_config(ip_config)
     work = Path(workspace).expanduser() if workspace else Path.cwd()
     local_in, out = (p if p.is_absolute() else work / p for p in (Path(input_path), Path(out_path)))
     source = from_chunked(local_in, every_file=False)
     num_parts = check_request(source, graph_name, num_parts, part_method)[0]
-    out.mkdir(parents=True, exist_ok=True)
-    check_out(out, graph_name, overwrite)
-    processes = HostProcesses(machines, str(work), ssh, encrypt)
-    hosts = run = None
-    try:
-        processes.start()
-        hosts = _Hosts(processes, timeout, progress)
-        run = _Run(hosts, source, num_parts, out, graph_name)
-        opened = hosts.each(P.OPEN, input=str(input_path), out=str(out_path), graph_name=graph_name,
-                            num_parts=num_parts, overwrite=overwrite,
-                            hosts=[[a.host, a.port] for a in processes.addresses])
-        for m, r in enumerate(opened):
-            if (r.header["num_nodes"], r.header["num_edges"]) != (source.num_nodes(), source.num_edges()):
-                raise PartitionError(f"machine {m} reads another graph at {input_path} ({r.header['num_nodes']:,} "
-                                     f"nodes, {r.header['num_edges']:,} edges) than this host; give every host the "
-                                     f"same metadata.json")
-        run.data_layout(local_in, [r.header["data"] for r in opened])
-        stats = run.all(part_method, balance_train, balance_edges, seed, threads, t0)
-        peaks = hosts.close(P.EXIT)
-        if progress:
-            print("peak memory per host: " + ", ".join(f"machine {m} {b / 2**20:.0f} MB" for m, b in enumerate(peaks))
-                  + f"; this host (the coordinator) {peak_rss() / 2**20:.0f} MB")
-        return stats
-    except (PeerError, RemoteError) as exc:  # a host failed, died or was lost: one line naming it
-        _abort(hosts, run)
-        raise PartitionError(f"distributed partitioning stopped: {exc}") from None
-    except BaseException:
-        _abort(hosts, run)
-        raise
-    finally:
-        processes.stop()
+    with output_folder(out):  # held while the hosts work; what this run wrote here goes if it fails
+        check_out(out, graph_name, overwrite)
+        processes = HostProcesses(machines, str(work), ssh, encrypt)
+        hosts = None
+        try:
+            processes.start()
+            hosts = _Hosts(processes, timeout, progress)
+            run = _Run(hosts, source, num_parts, out, graph_name)
+            opened = hosts.each(P.OPEN, input=str(input_path), out=str(out_path), scratch=str(scratch_dir or out_path),
+                                graph_name=graph_name, num_parts=num_parts, overwrite=overwrite,
+                                hosts=[[a.host, a.port] for a in processes.addresses])
+            for m, r in enumerate(opened):
+                if (r.header["num_nodes"], r.header["num_edges"]) != (source.num_nodes(), source.num_edges()):
+                    raise PartitionError(f"machine {m} reads another graph at {input_path} "
+                                         f"({r.header['num_nodes']:,} nodes, {r.header['num_edges']:,} edges) than "
+                                         f"this host; give every host the same metadata.json")
+            run.data_layout(local_in, [r.header["data"] for r in opened])
+            stats = run.all(part_method, balance_train, balance_edges, seed, threads, t0)
+            peaks = hosts.close(P.EXIT)
+            if progress:
+                print("peak memory per host: " + ", ".join(f"machine {m} {b / 2**20:.0f} MB"
+                                                           for m, b in enumerate(peaks))
+                      + f"; this host (the coordinator) {peak_rss() / 2**20:.0f} MB")
+            return stats
+        except BaseException as exc:
+            error = _stop_hosts(hosts, processes, exc)
+            if error is exc:
+                raise
+            raise error from None
+        finally:
+            processes.stop()
 
 
-def _abort(hosts, run) -> None:
-    """Every host removes what it wrote; so does this one: the id maps it began to write, and
-    any part's files in its output folder (which it cleared: they are this run's), so a host
-    that died sharing that folder leaves nothing either."""
+def _stop_hosts(hosts: _Hosts | None, processes: HostProcesses, exc: BaseException) -> BaseException:
+    """After `exc` stopped the run: every host told to remove what it wrote and its process
+    ended; the error to raise, one line naming why: a lost host or a killed process first (a
+    connection that dropped, or a host refusing for it, is only its sign), else `exc`."""
     if hosts is not None:
         hosts.close(P.ABORT)
-    if run is not None and run.cleared:
-        remove_files(run.out, range(run.num_parts), run.source, run.node_names, run.edge_names)
+    processes.stop()
+    cause = processes.failure(told_to_end=True) or (exc if isinstance(exc, (PeerError, RemoteError)) else None)
+    if cause is None:
+        return exc
+    return (HostLost if isinstance(cause, HostLost) else PartitionError)(f"distributed partitioning stopped: {cause}")
 
 
 class _Run:
@@ -175,7 +186,6 @@ class _Run:
         # the undirected graph's row buckets: each host writes to all (fewer, larger ones take less time),
         # and this process holds one at a time
         self.bucket_edges = max(working_edges(share, ROW_BUCKET_EDGES), -(-self.m // MAX_BUCKETS))
-        self.cleared = False  # the output folders were cleared: what is in them from then on is this run's
 
     def data_layout(self, local_in: Path, reports: list) -> None:
         """Join the hosts' reports of the data chunks they hold, check each holds its share, send
@@ -275,7 +285,6 @@ class _Run:
         for asked in self.share_slices():
             self.hosts.call([Request(h, {"op": P.OLD2NEW, "lo": lo}, [numbering.old2new[lo:hi]])
                              for h, lo, hi in asked])
-        self.cleared = True
         clear_out(self.out, self.num_parts)
         for h in range(self.hosts.num):
             self.hosts.call([Request(h, {"op": P.CLEAR})])

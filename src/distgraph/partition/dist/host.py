@@ -1,17 +1,21 @@
-"""`python -m distgraph.partition.dist.host`: one host's process of a distributed partitioning,
-started by `distgraph partition --ip_config` (through the launcher, so it ends with it).
+"""One host's worker of a distributed partitioning: the process its guard (`guard`, which
+`distgraph partition --ip_config` starts through the launcher, so it ends with it) forks.
 
 It listens on its machine's ip_config address, admitting only peers that prove the job's
 secret, and answers the coordinator's operations (`protocol`, carried out by `hostwork`) and
 other hosts' node data rows, edges, ends of edges to count and lookups of new ids. Long
 operations run in a thread of their own while this loop goes on receiving; their reply is
-sent when they end. A failed operation is answered with one line naming the machine; on any
-end the host removes its scratch files, and its partition files unless the config listing
+sent when they end. A failed operation is answered with one line naming the machine (an
+error of the disk too: no traceback); on any end (told to, stopped, its guard or the launcher
+gone) the host removes its scratch files, and its partition files unless the config listing
 them was written.
 """
 
 from __future__ import annotations
 
+import errno
+import json
+import os
 import resource
 import signal
 import sys
@@ -27,10 +31,11 @@ from ...rpc.auth import Credentials
 from ...rpc.transport import ServerSocket
 from ...rpc.wire import WireError, read_header, unpack_arrays
 from . import protocol as P
+from .hostfolders import SCRATCH_OPTION
 from .hostwork import HostWork
 
 POLL_SECONDS = 0.05
-TASK_END_SECONDS = 20.0  # for a running operation to stop before the clean-up
+TASK_END_SECONDS = 2.0  # for a running operation to stop before the clean-up (well within the launcher's grace)
 
 
 class _Task:
@@ -51,12 +56,22 @@ def _answer(target, header: dict, arrays) -> tuple[dict, list]:
     try:
         values, out = target(header, arrays)
         return {"ok": True, **values}, out
-    except (DistGraphError, OSError, KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
+    except OSError as exc:
+        return {"ok": False, "kind": "input", "error": disk_error(exc)}, []
+    except (DistGraphError, KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
         kind = "input" if isinstance(exc, DistGraphError) else "error"
         text = str(exc) if isinstance(exc, DistGraphError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, DistGraphError):
             traceback.print_exc()
         return {"ok": False, "kind": kind, "error": text}, []
+
+
+def disk_error(exc: OSError) -> str:
+    """One line for an error of the disk: what failed on which file, and for a full disk the fix."""
+    what = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"{what}; free disk space there or point {SCRATCH_OPTION} at a disk with room"
+    return what
 
 
 def peak_rss() -> int:
@@ -108,9 +123,6 @@ def serve(env: PartitionWorkerEnv, work: HostWork) -> None:
                 sock.send(identity, {"ok": True, "rid": rid, "done": work.progress})
             elif op in (P.EXIT, P.ABORT):
                 sock.send(identity, {"ok": True, "rid": rid, "peak_rss": peak_rss()})
-                work.stopping.set()
-                if task is not None:  # an operation still running stops at its next piece
-                    task.thread.join(TASK_END_SECONDS)
                 return
             elif op not in ops:
                 sock.send(identity, {"ok": False, "rid": rid, "kind": "input", "error": f"unknown op {op!r}"})
@@ -124,25 +136,40 @@ def serve(env: PartitionWorkerEnv, work: HostWork) -> None:
                 values, out = _answer(ops[op], header, arrays)
                 sock.send(identity, {**values, "rid": rid}, out)
     finally:
-        sock.close()
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the launcher's stop does not cut the clean-up short
+        sock.close()
+        work.stopping.set()
+        if task is not None:  # an operation still running stops at its next piece or wait
+            task.thread.join(TASK_END_SECONDS)
         work.cleanup()
 
 
-def main() -> int:
+def main(report_fd: int, guard_fd: int) -> int:
+    """Serve one run: `report_fd` the pipe that tells the guard the run's folders, `guard_fd`
+    the lifeline from it (this process ends, cleaning up, when the guard is gone)."""
     make_private()
     env = PartitionWorkerEnv.from_environ()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the launcher stops it: clean up on the way out
-    work = HostWork(env.machine_id, Credentials(env.secret.encode(), env.encrypt), env.timeouts.request)
+    work = HostWork(env.machine_id, Credentials(env.secret.encode(), env.encrypt), env.timeouts.request,
+                    lambda told: _tell(report_fd, told))
+    label = f"partition host {env.machine_id}"
+    watch(guard_fd, None, label, "its guard", work.cleanup)
     if env.lifeline_fd is not None:
-        watch(env.lifeline_fd, None, f"partition host {env.machine_id}", "distgraph partition", work.cleanup)
+        watch(env.lifeline_fd, None, label, "distgraph partition", work.cleanup)
     try:
         serve(env, work)
     except DistGraphError as exc:
         print(f"machine {env.machine_id}: {exc}", file=sys.stderr, flush=True)
         return 2
+    except OSError as exc:
+        print(f"machine {env.machine_id}: {disk_error(exc)}", file=sys.stderr, flush=True)
+        return 2
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _tell(fd: int, told: dict) -> None:
+    """One line to the guard (gone: its lifeline ends this process anyway)."""
+    try:
+        os.write(fd, (json.dumps(told) + "\n").encode())
+    except OSError:
+        pass

@@ -7,7 +7,10 @@ of its share of the old ids only: their in- and out-degrees until the plan (16 b
 its share, `degrees`: the other ends of its edges it sends their owners a piece at a time) and
 their new ids (4 bytes a node of its share, `lookup`: the others' it asks of their owners a
 piece at a time); data rows a message at a time, and its share of the edges and their data, on
-disk. Over every node it holds only the bits of a part's halo while writing it (`stream.halo`)."""
+disk. Over every node it holds only the bits of a part's halo while writing it (`stream.halo`).
+It writes in folders it holds for the run (`hostfolders`): its parts in the output folder, its
+buckets in a scratch folder of the run's own; whatever ends the run, what it wrote goes unless
+its config was written (`cleanup`), and its guard is told where (`report`)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -24,24 +28,25 @@ from ...data.chunked import ChunkedGraph, RowReader, npy_file_array
 from ...errors import PartitionError
 from ...malloc import release_freed_memory
 from ...rpc.auth import Credentials
-from ...rpc.transport import Connections, Request
+from ...rpc.transport import Connections, Reply, Request
 from ...rpc.wire import WireError
 from ..out_folder import check_out, clear_out, write_config
 from ..stream.adjacency import ADJACENCY_COLUMNS, spread_adjacency
 from ..stream.buckets import Buckets, id_dtype
 from ..stream.numbering import EdgeRouter, edge_columns
 from ..stream.npyfile import NpyFile
-from ..stream.partwriter import EDGE_MAP, remove_files
+from ..stream.partwriter import EDGE_MAP
 from ..stream.source import from_chunked
 from ..stream.writer import data_specs
 from . import datalayout as D
 from . import protocol as P
 from .degrees import OwnedDegrees
+from .hostfolders import SCRATCH_OPTION, HostFolders
 from .lookup import NewIdLookup, OwnedNewIds
 from .received import EdgeData, NodeDataFiles, ShuffledPartWriter
 from .shares import host_of_part, my_parts, my_rows, my_segments, working_edges
 
-EDGE_MAP_SCRATCH = ".edge-map-{host}.{key}.npy"  # this host's pieces of an edge id map, until the coordinator has them
+EDGE_MAP_SCRATCH = "edge-map.{}.npy"  # (in the run's scratch folder) this host's pieces of an edge id map
 
 
 class PartSlices:
@@ -58,23 +63,44 @@ class PartSlices:
         raise IndexError(f"new ids {key.start}..{key.stop} are not in a part of this host")
 
 
-class HostWork:
-    """The state of one host's partitioning process between the coordinator's operations."""
+class _Peers(Connections):
+    """Connections to every host for one long operation, whose waits end as soon as this host
+    is told to stop (a peer that was lost does not hold it for the whole timeout)."""
 
-    def __init__(self, machine: int, credentials: Credentials, timeout: float):
-        self.machine, self.credentials, self.timeout = machine, credentials, timeout
+    def __init__(self, work: "HostWork"):
+        super().__init__(work.hosts, work.timeout, work.credentials, numpy_replies=True)
+        self.work = work
+
+    def call(self, requests, timeout: float | None = None, check: Callable[[], None] | None = None) -> list[Reply]:
+        return super().call(requests, timeout, check or self.work.check_stopping)
+
+
+class HostWork:
+    """The state of one host's partitioning process between the coordinator's operations;
+    `report` tells its guard (`guard`) its folders and, once written, that its config is."""
+
+    def __init__(self, machine: int, credentials: Credentials, timeout: float, report: Callable[[dict], None]):
+        self.machine, self.credentials, self.timeout, self.report = machine, credentials, timeout, report
         self.progress = 0  # edges done in the current long operation
         self.stopping = threading.Event()  # the run ends: a running operation stops at its next piece
         self.adjacency = self.buckets = self.node_files = self.edge_data = self.new_ids = self.deg = None
         self.node_names, self.edge_names = {}, {}
-        self.cleared = self.committed = False  # its output folder was cleared; its config was written
-        self.maps: dict[str, NpyFile] = {}  # id maps being received (all of them once any was)
-        self.got_maps = False
-        self.out = None
+        self.committed = False  # its config was written
+        self.maps: dict[str, NpyFile] = {}  # id maps being received
+        self.folders: HostFolders | None = None
+        self._ending = threading.Lock()  # (the clean-up may be called from a lifeline's thread too)
+
+    def check_stopping(self) -> None:
+        """End a running operation (at its next piece or wait) once the run ends."""
+        if self.stopping.is_set():
+            raise PartitionError(f"machine {self.machine}: stopped")
 
     # -- set-up ------------------------------------------------------------------------------
     def open(self, h: dict, arrays) -> tuple[dict, list]:
-        self.input, self.out = Path(P.field(h, "input", str)), Path(P.field(h, "out", str))
+        """Read the graph's metadata, take the output and scratch folders (removing what a run
+        that died left there) and report this host's share."""
+        self.input, self.out = Path(P.field(h, "input", str)), Path(P.field(h, "out", str)).absolute()
+        scratch = Path(P.field(h, "scratch", str)).absolute()
         self.graph_name = P.field(h, "graph_name", str)
         self.hosts = P.addresses(P.field(h, "hosts", list))
         self.num_parts = P.field(h, "num_parts", int)
@@ -86,8 +112,13 @@ class HostWork:
         self.arrays = D.data_arrays(self.cg)
         self.new_ids = OwnedNewIds(self.machine, self.source.num_nodes(), len(self.hosts))
         self.deg = OwnedDegrees(self.machine, self.source.num_nodes(), len(self.hosts))  # (others may count first)
+        made = not self.out.exists()
         self.out.mkdir(parents=True, exist_ok=True)
+        self.folders = HostFolders(self.out, scratch, self.machine, made, self.hosts[self.machine].host)
+        self.report({"out": str(self.out), "scratch": str(scratch), "machine": self.machine, "made": made})
+        self.folders.remove_left()
         check_out(self.out, self.graph_name, bool(h.get("overwrite")))
+        self.scratch = self.folders.make_scratch()
         return {"num_nodes": self.source.num_nodes(), "num_edges": self.source.num_edges(),
                 "share": sum(g.hi - g.lo for g in self.segments), "data": D.report(self.arrays)}, []
 
@@ -137,8 +168,7 @@ class HostWork:
             piece = min(self.piece, D.rows_per_message(width)) if width else self.piece
             at = g.first + g.lo
             for src, dst in self.cg.file_chunks(g.etype, g.index, piece, (g.lo, g.hi)):
-                if self.stopping.is_set():
-                    raise PartitionError(f"machine {self.machine}: stopped")
+                self.check_stopping()
                 src += bs  # (fresh arrays: shifted in place, not copied beside them)
                 dst += bd
                 if data:
@@ -166,7 +196,7 @@ class HostWork:
     @contextmanager
     def _peers(self):
         """Connections to every host for one long operation, closed at its end."""
-        conns = Connections(self.hosts, self.timeout, self.credentials, numpy_replies=True)
+        conns = _Peers(self)
         try:
             yield conns
         finally:
@@ -191,7 +221,7 @@ class HostWork:
 
     def adjacency_rows(self, h: dict, arrays) -> tuple[dict, list]:
         (bounds,) = arrays
-        self.adjacency = Buckets(self.out, bounds.size - 1, ADJACENCY_COLUMNS, "adjacency")
+        self.adjacency = Buckets(self.scratch, bounds.size - 1, ADJACENCY_COLUMNS, "adjacency", SCRATCH_OPTION)
         spread_adjacency(self._share().chunks(), bounds, self.adjacency)
         self.adjacency.finish()
         return {}, []
@@ -217,7 +247,6 @@ class HostWork:
         return self._owned().answer(h, arrays)
 
     def clear(self, h: dict, arrays) -> tuple[dict, list]:
-        self.cleared = True
         clear_out(self.out, self.num_parts)
         return {}, []
 
@@ -236,8 +265,8 @@ class HostWork:
         self.deg = None
         release_freed_memory()
         self.columns = edge_columns(n, m)
-        self.buckets = Buckets(self.out, bounds.size - 1, self.columns, "edges")
-        self.edge_data = EdgeData(self.out, bounds.size - 1, self.arrays, self.columns["eid"],
+        self.buckets = Buckets(self.scratch, bounds.size - 1, self.columns, "edges", SCRATCH_OPTION)
+        self.edge_data = EdgeData(self.scratch, bounds.size - 1, self.arrays, self.columns["eid"],
                                   self.source.etype_offsets)
         self.node_files = NodeDataFiles(self.out, self.parts, self.node_ranges, self.arrays, self.node_names,
                                         self.edge_names, len(self.source.canonical_etypes) > 1)
@@ -257,8 +286,7 @@ class HostWork:
                 base = int(self.source.ntype_offsets[a.type_index])
                 reader, step = self._reader(a), D.rows_per_message(a.row_bytes)
                 for at in range(lo, hi, step):
-                    if self.stopping.is_set():
-                        raise PartitionError(f"machine {self.machine}: stopped")
+                    self.check_stopping()
                     end = min(hi, at + step)
                     rows = D.as_bytes(reader.read(at, end))
                     new = new_ids.range(base + at, base + end)
@@ -321,12 +349,11 @@ class HostWork:
         self.node_files.close()
         writer = ShuffledPartWriter(self.source, self.out, self.buckets, self.bounds, self.bucket_part,
                                     self.node_ranges, ranges.astype(np.int64).reshape(self.num_parts, -1, 2),
-                                    self.new2old, self.node_names, self.edge_names,
-                                    EDGE_MAP_SCRATCH.format(host=self.machine, key="{}"), edge_data=self.edge_data)
+                                    self.new2old, self.node_names, self.edge_names, EDGE_MAP_SCRATCH, self.scratch,
+                                    edge_data=self.edge_data)
         metas = []
         for p in self.parts:
-            if self.stopping.is_set():
-                raise PartitionError(f"machine {self.machine}: stopped")
+            self.check_stopping()
             metas.append(writer.part(p, self.out_degree[p]).json())
             self.progress += metas[-1]["num_inner_edges"]
         writer.close()
@@ -338,21 +365,21 @@ class HostWork:
         key, start, count = P.field(h, "key", str), P.field(h, "start"), P.field(h, "count")
         if key not in [":".join(c) for c in self.source.canonical_etypes]:
             raise WireError(f"unknown edge type {key!r}")
-        rows = npy_file_array(self.out / EDGE_MAP_SCRATCH.format(host=self.machine, key=key))
+        rows = npy_file_array(self.scratch / EDGE_MAP_SCRATCH.format(key))
         return {}, [rows.read(start, start + count)]  # (a positioned read: nothing of the file is mapped)
 
     def map_rows(self, h: dict, arrays) -> tuple[dict, list]:
         """Rows of an id map (which `distgraph launch` needs on every host), written under a
-        temporary name and renamed into place when whole (hosts sharing a folder agree on its bytes)."""
+        temporary name (an `.npy` no config names: removed if the run dies) and renamed into place
+        when whole (hosts sharing a folder agree on its bytes)."""
         rel, start, total = P.field(h, "file", str), P.field(h, "start"), P.field(h, "total")
         maps = [f"mapping/node.{t}.npy" for t in self.source.ntypes] + [
             EDGE_MAP.format(":".join(c)) for c in self.source.canonical_etypes]
         if rel not in maps:
             raise WireError(f"{rel!r} is not an id map of this graph")
         (rows,) = arrays
-        self.got_maps = True
         if start == 0:
-            self.maps[rel] = NpyFile(self.out / f"{rel}.tmp-{self.machine}", rows.dtype, (total,))
+            self.maps[rel] = NpyFile(self.out / f"{rel[:-len('.npy')]}.tmp-{self.machine}.npy", rows.dtype, (total,))
         f = self.maps[rel]
         f.append(rows)
         if f.rows == total:
@@ -363,30 +390,28 @@ class HostWork:
 
     def commit(self, h: dict, arrays) -> tuple[dict, list]:
         """The config, written last: from here on this host's parts load."""
-        self._drop_scratch()
         write_config(self.out / f"{self.graph_name}.json", P.field(h, "config", str))
         self.committed = True
+        self.report({"done": True})
         return {}, []
 
     # -- the end -----------------------------------------------------------------------------------
-    def _drop_scratch(self) -> None:
-        for c in self.source.canonical_etypes:
-            (self.out / EDGE_MAP_SCRATCH.format(host=self.machine, key=":".join(c))).unlink(missing_ok=True)
-
     def cleanup(self) -> None:
-        """Remove scratch, and the partition files this run wrote unless the config that lists them was written."""
-        for b in (self.adjacency, self.buckets, self.edge_data, self.node_files):
-            if b is not None:
-                b.close()
-        if self.out is None or not hasattr(self, "source"):
-            return
-        self._drop_scratch()
-        for f in self.maps.values():
-            f.close()
-            f.path.unlink(missing_ok=True)
-        if self.cleared and not self.committed:
-            try:
-                remove_files(self.out, self.parts, self.source, self.node_names, self.edge_names, maps=self.got_maps)
-            except OSError as exc:
-                raise PartitionError(f"machine {self.machine}: cannot remove its unfinished partition files "
-                                     f"({exc})") from None
+        """Let go of every file (quietly: what a full disk cannot flush is removed anyway), then of
+        the folders: the run's scratch goes and, unless its config was written, its files that no
+        config names (and the output folder, if the run made it)."""
+        with self._ending:
+            held = [self.adjacency, self.buckets, self.edge_data, self.node_files, *self.maps.values()]
+            for f in [f for f in held if f is not None]:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+            self.maps = {}
+            folders, self.folders = self.folders, None
+            if folders is not None:
+                try:
+                    folders.release(failed=not self.committed)
+                except OSError as exc:
+                    raise PartitionError(f"machine {self.machine}: cannot remove what this run wrote in {self.out} "
+                                         f"({exc.strerror or exc})") from None

@@ -16,6 +16,7 @@ from ..stream.buckets import Buckets
 from ..stream.npyfile import NpyFile
 from ..stream.partwriter import PartWriter
 from .datalayout import DataArray, from_bytes
+from .hostfolders import SCRATCH_OPTION
 
 TRAIN = "train_mask"  # the node data whose True rows a part's statistics count
 
@@ -56,16 +57,24 @@ class NodeDataFiles:
             self.train[part] += int(np.count_nonzero(rows))
 
     def close(self) -> None:
-        for f in self.files.values():
-            f.close()
-        self.files = {}
+        """Finish every file (all of them, even when one fails: the first error is raised after)."""
+        files, self.files = self.files, {}
+        failed = None
+        for f in files.values():
+            try:
+                f.close()
+            except OSError as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed
 
 
 class EdgeData:
-    """Edge data rows beside the edge buckets: per edge type with data, buckets of (edge id,
-    the bytes of the type's arrays side by side), read back a bucket at a time."""
+    """Edge data rows beside the edge buckets (in `scratch`): per edge type with data, buckets of
+    (edge id, the bytes of the type's arrays side by side), read back a bucket at a time."""
 
-    def __init__(self, out: Path, num_buckets: int, arrays: list[DataArray], eid_dtype, etype_offsets: np.ndarray):
+    def __init__(self, scratch: Path, num_buckets: int, arrays: list[DataArray], eid_dtype,
+                 etype_offsets: np.ndarray):
         self.offsets = etype_offsets
         self.arrays = {}  # edge type -> [(array, its first byte in a row)]
         for a in arrays:
@@ -76,9 +85,9 @@ class EdgeData:
         self.buckets = {}
         try:
             for t in self.arrays:
-                self.buckets[t] = Buckets(out, num_buckets, {"eid": eid_dtype, "rows": np.dtype((np.void,
-                                                                                               self.width[t]))},
-                                          "edge-data")
+                self.buckets[t] = Buckets(scratch, num_buckets, {"eid": eid_dtype,
+                                                                 "rows": np.dtype((np.void, self.width[t]))},
+                                          "edge-data", SCRATCH_OPTION)
         except BaseException:
             self.close()
             raise

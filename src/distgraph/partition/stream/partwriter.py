@@ -60,13 +60,14 @@ class _PartOut:
 class PartWriter:
     """Writes partitions from the edge buckets (`Buckets` of dst, src, eid in new ids, each
     bucket inside one part). `new2old` is indexed only by slices inside a part this writer
-    writes; the edge id maps go to `edge_map` (a path pattern under `out`) at their place in
-    the whole map, so several writers' pieces make the one file. Node and edge data are read
-    from `source` by original id (`node_data`, `edge_rows`: a subclass may take them elsewhere)."""
+    writes; the edge id maps go to `edge_map` (a path pattern under `edge_map_root`, by default
+    `out`) at their place in the whole map, so several writers' pieces make the one file. Node
+    and edge data are read from `source` by original id (`node_data`, `edge_rows`: a subclass
+    may take them elsewhere)."""
 
     def __init__(self, source: StreamSource, out: Path, buckets, bounds: np.ndarray, bucket_part: np.ndarray,
                  node_ranges: np.ndarray, edge_ranges: np.ndarray, new2old, node_names: dict, edge_names: dict,
-                 edge_map: str = EDGE_MAP):
+                 edge_map: str = EDGE_MAP, edge_map_root: Path | None = None):
         self.source, self.out, self.buckets = source, out, buckets
         self.bounds, self.bucket_part = bounds, bucket_part
         self.node_ranges, self.edge_ranges, self.new2old = node_ranges, edge_ranges, new2old
@@ -77,7 +78,8 @@ class PartWriter:
         sizes = edge_ranges[:, :, 1] - edge_ranges[:, :, 0]
         self.type_at = np.cumsum(sizes, axis=0) - sizes
         self.keys = [":".join(c) for c in source.canonical_etypes]
-        self.edge_maps = {k: NpyFile(out / edge_map.format(k), np.int64, (int(sizes[:, i].sum()),))
+        root = edge_map_root or out
+        self.edge_maps = {k: NpyFile(root / edge_map.format(k), np.int64, (int(sizes[:, i].sum()),))
                           for i, k in enumerate(self.keys)}
 
     def part(self, p: int, out_degree: np.ndarray) -> PartMeta:
@@ -174,26 +176,3 @@ def write_node_maps(out: Path, source: StreamSource, node_ranges: np.ndarray, ne
         f.close()
         node_files[t] = rel
     return node_files
-
-
-def remove_files(out: Path, parts, source: StreamSource, node_names: dict, edge_names: dict,
-                 maps: bool = True) -> None:
-    """Remove what a failed run wrote (only the files this partitioning names): the partitions
-    `parts` and, with `maps`, the id maps."""
-    for p in parts:
-        for rel in _flat(part_files(p, node_names, edge_names, typed=len(source.canonical_etypes) > 1)):
-            (out / rel).unlink(missing_ok=True)
-        try:
-            (out / f"part{p}").rmdir()
-        except OSError:
-            pass
-    if maps:
-        for rel in [f"mapping/node.{t}.npy" for t in source.ntypes] + \
-                   [EDGE_MAP.format(":".join(c)) for c in source.canonical_etypes]:
-            (out / rel).unlink(missing_ok=True)
-
-
-def _flat(files) -> list[str]:
-    if isinstance(files, dict):
-        return [f for v in files.values() for f in _flat(v)]
-    return [files] if isinstance(files, str) else []
