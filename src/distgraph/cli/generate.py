@@ -54,7 +54,7 @@ def register(subparsers) -> None:
 
 def _register_kg(kinds) -> None:
     """`generate kg`: its defaults are Freebase's sizes, from the generator's module."""
-    from ..kge.data.generate import EVAL_MAX, EVAL_SHARE, FORMATS, FREEBASE
+    from ..kge.data.kg_shape import EVAL_MAX, EVAL_SHARE, FORMATS, FREEBASE
 
     kg = kinds.add_parser("kg", help="knowledge graph of any size shaped like Freebase, with a structure TransE, "
                                      "RotatE and DistMult learn, in DGL-KE's Freebase or udd_hrt files",

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
 from ...errors import InputError
 from ...files import check_space
 from ...progress import Progress
+from .kg_shape import EVAL_MAX, EVAL_SHARE, FORMATS, FREEBASE
 
-FREEBASE = {"num_entities": 86_054_151, "num_relations": 14_824, "num_triples": 338_586_276}
-FORMATS = ("freebase", "udd_hrt")
 TYPES = 8  # entity types (fewer in graphs of under TYPES * COMMUNITY entities)
 COMMUNITY = 50  # entities per cluster (type, community)
 ATTRIBUTE_SHARE = 0.2  # relations whose tails are the target type's hubs
@@ -42,7 +42,6 @@ NOISE = 0.05  # tails from a random cluster
 DEGREE_EXPONENT = 1.5  # Pareto exponent of the popularity within a cluster
 ATTRIBUTE_EXPONENT = 1.2  # Zipf exponent of the attribute tails' popularity within their type
 RELATION_EXPONENT = 1.0  # Zipf exponent of the relation frequencies
-EVAL_SHARE, EVAL_MAX = 0.01, 50_000  # default valid and test sizes: min(1 % of the training triples, 50,000)
 MAX_REDRAWS = 100
 _POW10 = 10 ** np.arange(1, 19, dtype=np.int64)
 
