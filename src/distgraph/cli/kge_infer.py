@@ -53,8 +53,7 @@ def _cpu(args: argparse.Namespace) -> None:
 def predict_command(args: argparse.Namespace) -> int:
     """`distgraph kge predict`."""
     _cpu(args)
-    cfg = PredictConfig(args.model_path, args.format, args.data_files, args.raw_data, args.exec_mode, args.topk,
-                        args.score_func, args.output, args.entity_mfile, args.rel_mfile)
+    cfg = PredictConfig.from_args(args)
     cfg.check()
     from ..kge.infer.predict import predict
     from ..kge.infer.query import write_tsv
@@ -68,8 +67,7 @@ def predict_command(args: argparse.Namespace) -> int:
 def emb_sim_command(args: argparse.Namespace) -> int:
     """`distgraph kge emb-sim`."""
     _cpu(args)
-    cfg = EmbSimConfig(args.emb_file, args.format, args.data_files, args.raw_data, args.exec_mode, args.topk,
-                       args.sim_func, args.output, args.mfile)
+    cfg = EmbSimConfig.from_args(args)
     cfg.check()
     from ..kge.infer.emb_sim import emb_sim
     from ..kge.infer.query import write_tsv

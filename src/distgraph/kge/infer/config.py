@@ -4,7 +4,7 @@ at once)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ...errors import InputError
 
@@ -32,18 +32,29 @@ def check_query(fmt: str, formats: tuple, exec_mode: str, exec_modes: tuple, top
                          f"but --data_files names {len(data_files or [])}")
 
 
-@dataclass
-class PredictConfig:
-    """One field per `dglke_predict` flag."""
+@dataclass(kw_only=True)
+class QueryConfig:
+    """The flags `dglke_predict` and `dglke_emb_sim` share: the query files, their format and mode."""
 
-    model_path: str
     format: str
     data_files: list[str]
     raw_data: bool = False
     exec_mode: str = "all"
     topk: int = 10
-    score_func: str = "none"
     output: str = "result.tsv"
+
+    @classmethod
+    def from_args(cls, args) -> QueryConfig:
+        """The config of parsed command-line `args` (one attribute per field)."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+
+
+@dataclass(kw_only=True)
+class PredictConfig(QueryConfig):
+    """One field per `dglke_predict` flag."""
+
+    model_path: str
+    score_func: str = "none"
     entity_mfile: str | None = None
     rel_mfile: str | None = None
 
@@ -56,18 +67,12 @@ class PredictConfig:
                              "use --format h_r_t")
 
 
-@dataclass
-class EmbSimConfig:
+@dataclass(kw_only=True)
+class EmbSimConfig(QueryConfig):
     """One field per `dglke_emb_sim` flag."""
 
     emb_file: str
-    format: str
-    data_files: list[str]
-    raw_data: bool = False
-    exec_mode: str = "all"
-    topk: int = 10
     sim_func: str = "cosine"
-    output: str = "result.tsv"
     mfile: str | None = None
 
     def check(self) -> None:
