@@ -4,10 +4,12 @@ fails part-way or would not fit leaves nothing in the save path."""
 
 import errno
 import io
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 import distgraph.files
 from distgraph.errors import InputError
@@ -75,3 +77,58 @@ def test_a_model_that_will_not_fit_is_refused_before_writing(tmp_path, monkeypat
     with pytest.raises(InputError, match=r"the model .*model .*needs about .* GiB of disk"):
         save_model(tmp_path / "model", cfg, tables, ents, rels)
     assert list(tmp_path.iterdir()) == []
+
+
+class _Pulls:
+    """A table that records how many rows each read asks for (as a DistTensor pulls them)."""
+
+    def __init__(self, rows: torch.Tensor):
+        self.rows, self.shape, self.sizes = rows, rows.shape, []
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, ids: torch.Tensor) -> torch.Tensor:
+        self.sizes.append(len(ids))
+        return self.rows[ids]
+
+
+def test_trainer_0_saves_a_partitioned_run_a_block_of_rows_at_a_time(tmp_path, monkeypatch):
+    """Trainer 0 reads the tables of a 3-machine run a few rows at a time, the entities in their
+    original ids: the files are those of the whole tables pulled and reordered at once."""
+    from test_kge_train import planted_pairs
+
+    from distgraph.kge.data.formats import load_dataset, read_dict
+    from distgraph.kge.data.partition import partition_kg
+    from distgraph.kge.train import worker
+    from distgraph.partition.layout import PartitionConfig
+
+    data = load_dataset(tmp_path, "planted", "raw_udd_hrt", planted_pairs(tmp_path, n=40, held_out=5))
+    partition_kg(data, 3, tmp_path / "parts", part_method="random", seed=1)
+    pcfg = PartitionConfig.load(tmp_path / "parts" / "planted.json")
+    _, kg_files = pcfg.attachment("kge")
+    orig = torch.from_numpy(np.load(pcfg.dir / pcfg.mapping_file("node", "_N"))).to(torch.int64)
+    assert not torch.equal(orig, torch.arange(len(orig)))  # the run's ids are not the original ones
+    cfg, _, _, _ = _setup()
+    gen = torch.Generator().manual_seed(0)
+    trained = {"entity": torch.randn(data.n_entities, D, generator=gen),
+               "relation": torch.randn(data.n_relations, D, generator=gen),
+               "projection": torch.randn(data.n_relations, D * D, generator=gen)}
+    trainer = worker.Trainer.__new__(worker.Trainer)  # trainer 0 of the run, its tables as it holds them
+    trainer.ctx, trainer.cfg, trainer.pcfg, trainer.kg_files = SimpleNamespace(rank=0), cfg, pcfg, kg_files
+    trainer.save_dir, trainer.emit = str(tmp_path / "blocks"), lambda event: None
+    trainer.tables = SimpleNamespace(tables={name: _Pulls(rows) for name, rows in trained.items()})
+    monkeypatch.setattr(worker, "BLOCK_BYTES", 7 * D * 4)  # 7 entity rows a read
+    trainer._save()
+
+    whole = {name: rows[torch.arange(len(rows))] for name, rows in trained.items()}  # what trainer 0 saved before
+    whole["entity"] = torch.empty_like(whole["entity"]).index_copy_(0, orig, whole["entity"])
+    save_model(tmp_path / "whole", cfg, whole, read_dict(pcfg.dir / kg_files["entities"]),
+               read_dict(pcfg.dir / kg_files["relations"]))
+    names = sorted(p.name for p in (tmp_path / "whole").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "blocks").iterdir()) and len(names) == 8
+    for name in names:
+        assert (tmp_path / "blocks" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    pulls = trainer.tables.tables
+    assert max(pulls["entity"].sizes) == 7 and sum(pulls["entity"].sizes) == data.n_entities
+    assert max(pulls["projection"].sizes) == 1  # a projection row is D times wider

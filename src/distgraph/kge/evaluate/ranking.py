@@ -122,13 +122,13 @@ def shard_counts(model: KGEModel, q: Queries, shard: Tensor, first: int, filt: T
                  candidates: Tensor | None = None) -> Tensor:
     """For each query, how many of this shard's candidates (rows `shard`, global ids from
     `first`; or only the global ids `candidates`) other than the filtered ones score >= its target."""
-    ids = torch.arange(first, first + len(shard)) if candidates is None else candidates
+    total = len(shard) if candidates is None else len(candidates)
     if candidates is not None and len(candidates) and (int(candidates.min()) < first or
                                                        int(candidates.max()) >= first + len(shard)):
         raise InputError(f"candidate ids must lie in this shard's rows [{first}, {first + len(shard)})")
     b = len(q.anchor)
     counts = torch.zeros(b, dtype=torch.int64)
-    if not len(ids) or not b:
+    if not total or not b:
         return counts
     if filt is not None:
         rows, cols = filt.known(q.anchor, q.rel, q.corrupt_head)
@@ -139,8 +139,9 @@ def shard_counts(model: KGEModel, q: Queries, shard: Tensor, first: int, filt: T
     target = q.target.unsqueeze(1)
     width = max(model.entity_dim, model.relation_dim) if model.pairwise_temporaries else 1
     block = max(1, min(_MAX_BLOCK, _BLOCK_ELEMENTS // (b * width)))
-    for start in range(0, len(ids), block):
-        block_ids = ids[start:start + block]
+    for start in range(0, total, block):  # (the ids of a block at a time: memory bounded whatever the shard's size)
+        block_ids = torch.arange(first + start, first + min(start + block, total)) if candidates is None else \
+            candidates[start:start + block]
         cand = (shard[start:start + block] if candidates is None else shard[block_ids - first]).unsqueeze(0)
         scores = (model.heads(cand, rel, known) if q.corrupt_head else model.tails(known, rel, cand))[0]
         if not bool(torch.isfinite(scores).all()):  # (a pass over the scores, not over the rows)

@@ -20,6 +20,7 @@ if __name__ == "__main__":  # a launched trainer: no collection while torch and 
     gc.disable()            # their import time); see the end of this module
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,7 @@ from ...distributed.checkpoint import CheckpointDir
 from ...distributed.runtime import all_gather, barrier
 from ...errors import DistGraphError, InputError
 from ...kvstore.client import PendingPull
-from ...malloc import keep_freed_memory
+from ...malloc import keep_freed_memory, release_freed_memory
 from ...partition import load_partition
 from ...partition.layout import PartitionConfig
 from ..config import TrainConfig, field_defaults
@@ -39,11 +40,34 @@ from ..data.formats import read_dict
 from ..evaluate.link_prediction import eval_share, evaluate
 from ..evaluate.ranking import Queries, ShardRanker, model_spec
 from ..models import create_model
-from ..saved_model import nonfinite_rows, refuse_nonfinite, save_model
+from ..saved_model import RowBlocks, nonfinite_rows, refuse_nonfinite, save_model
 from .report import emit_line, read_job
 from .sampler import Batch, ChunkSampler
 from .steps import MUST_MATCH, Emit, StepLog, batch_rows, train_step
 from .tables import KGETables
+
+BLOCK_BYTES = 16 << 20  # rows of a table read at once when checking and saving it: a bounded share of any table
+
+
+def block_rows(row_shape: tuple[int, ...]) -> int:
+    """How many float32 rows of `row_shape` make about BLOCK_BYTES."""
+    return max(1, BLOCK_BYTES // (4 * int(np.prod(row_shape, dtype=np.int64))))
+
+
+def table_blocks(table, ids: np.ndarray | None = None) -> RowBlocks:
+    """The float32 rows `ids` of `table` (a DistTensor, or anything indexed by an id tensor; every
+    row in order when None) as RowBlocks read a block of BLOCK_BYTES at a time, so a table is saved
+    without ever being held whole."""
+    count, row_shape = len(table) if ids is None else len(ids), tuple(table.shape[1:])
+    step = block_rows(row_shape)
+
+    def blocks() -> Iterator[np.ndarray]:
+        for start in range(0, count, step):
+            end = min(start + step, count)
+            yield table[torch.arange(start, end) if ids is None else torch.from_numpy(ids[start:end])].numpy()
+
+    return RowBlocks((count, *row_shape), np.dtype(np.float32), blocks)
+
 
 class Trainer:
     """One trainer's part of a KGE job (the runtime is initialised)."""
@@ -186,8 +210,10 @@ class Trainer:
         counts the non-finite rows of its share of its machine's rows, the counts are summed, and
         trainer 0 refuses a table with any (one error), the others stop quietly."""
         mine = self.ctx.rank % self.per_machine
-        counts = {name: nonfinite_rows(t.local_partition.tensor_split(self.per_machine)[mine].numpy())
-                  for name, t in self.tables.tables.items()}
+        counts = {}
+        for name, t in self.tables.tables.items():
+            share, step = t.local_partition.tensor_split(self.per_machine)[mine].numpy(), block_rows(t.shape[1:])
+            counts[name] = sum(nonfinite_rows(share[i:i + step]) for i in range(0, len(share), step))
         totals = {name: sum(c[name] for c in all_gather(counts)) for name in counts}
         if self.ctx.rank == 0:
             refuse_nonfinite(totals, {name: len(t) for name, t in self.tables.tables.items()}, "the trained model")
@@ -221,16 +247,15 @@ class Trainer:
         return step + 1
 
     def _save(self) -> None:
-        """Trainer 0 writes the tables in the entities' original ids (DGL-KE saves on machine 0)."""
+        """Trainer 0 writes the tables in the entities' original ids (DGL-KE saves on machine 0), read
+        a block of rows at a time from where they live: no process holds a whole table."""
         if self.ctx.rank != 0 or self.save_dir is None:
             return
-        orig = torch.from_numpy(np.load(self.pcfg.dir / self.pcfg.mapping_file("node", "_N")))
-        tables = {}
-        for name, t in self.tables.tables.items():
-            rows = t[torch.arange(len(t))]
-            if name == "entity":
-                rows = torch.empty_like(rows).index_copy_(0, orig, rows)  # new id i is original entity orig[i]
-            tables[name] = rows
+        release_freed_memory()  # the heap that training kept (keep_freed_memory): the save's blocks need the room
+        orig = np.load(self.pcfg.dir / self.pcfg.mapping_file("node", "_N"))
+        new = np.empty(len(orig), dtype=np.int64)
+        new[orig] = np.arange(len(orig))  # new id i is original entity orig[i]
+        tables = {name: table_blocks(t, new if name == "entity" else None) for name, t in self.tables.tables.items()}
         save_model(Path(self.save_dir), self.cfg, tables, read_dict(self.pcfg.dir / self.kg_files["entities"]),
                    read_dict(self.pcfg.dir / self.kg_files["relations"]))
         self.emit(("saved", 0, self.save_dir))
