@@ -174,7 +174,11 @@ def _train_buckets(cfg: TrainConfig, data: KGData, num_parts: int, save_dir: Pat
                 layout = None
         if layout is None:
             work.mkdir(parents=True, exist_ok=True)
-            check_space(work, len(data.train) * 16 + data.n_entities * (_widths(cfg)["entity"] + 1) * 4 * 2,
+            table = data.n_entities * (_widths(cfg)["entity"] + 1) * 4
+            # a partition is written back to a new file renamed over the old one (one at a time), and
+            # each of the two checkpoints kept holds on to the rows it linked until they are replaced
+            copies = 2 * table if cfg.checkpoint_dir else 2 * -(-table // num_parts)
+            check_space(work, len(data.train) * 16 + table + copies,
                         "the buckets and the entity partitions (and their copies while written back)")
             t = time.perf_counter()
             layout = build_buckets(data.train, data.n_entities, num_parts, work / "buckets", importance=data.importance)
