@@ -70,6 +70,8 @@ def test_matches_brute_force_across_several_row_blocks(use_path, native):
     ([3, 3, 7], [3, 3, 7], 8),  # self-loops only: nothing left
     ([1] * 60 + [2, 0], [2] * 60 + [1, 4], 8),  # one edge many times: the halves split inside its run
     ([0, 1023], [1023, 511], 1024),  # ids at a power of two's edge
+    (list(range(99_999)), list(range(1, 100_000)), 100_000),  # a path: no entry repeated, so nothing moves down
+    ([0, 1, 2, 3], [1, 2, 3, 0], 100_000),  # the edges in the first block, every later row isolated
 ])
 def test_edge_cases(use_path, src, dst, n, native):
     use_path(native)

@@ -73,9 +73,9 @@ def _native_path(lib: ctypes.CDLL, src: np.ndarray, dst: np.ndarray, n: int) -> 
                              f"partition on a larger machine")
     adjncy = keys.view(np.int32)
     start = int(bstart[mid])
-    if second and start != first:
+    if second and start != first:  # the first half dropped repeats: its columns end before the second's start
         adjncy[first:first + second] = adjncy[start:start + second]
-        xadj[min(n, mid << shift):n] += first
+    xadj[min(n, mid << shift):n] += first  # the second half's rows were counted from its own start
     xadj[n] = first + second
     return xadj, adjncy[:first + second]
 
