@@ -35,12 +35,18 @@ demo-rgcn: $(STAMP)
 		--batch-size 512 --n-hidden 64 --lr 0.01 --eval-batch-size 1000 --dropout 0.5 --use-self-loop --n-bases 2 \
 		--n-epochs 3 --layer-norm --sparse-embedding --sparse-lr 0.06"
 
+# two pytest processes side by side (tests/shards.py), the first with these files: about half the time
+FIRST      := $(addprefix tests/runtime/,test_dgl_scripts.py test_examples.py test_faults.py test_chaos.py \
+	test_results.py test_server_failures.py test_launch.py)
+FIRST_FAST := tests/kge
+
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q tests --ignore=tests/cluster
+	OMP_NUM_THREADS=1 $(PY) tests/shards.py --first $(FIRST) -- -q tests --ignore=tests/cluster
 
 # the inner loop: no server, launcher or multi-process job (tests marked `multiprocess`), under a minute
 test-fast: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q tests --ignore=tests/cluster --ignore=tests/runtime -m "not multiprocess"
+	OMP_NUM_THREADS=1 $(PY) tests/shards.py --first $(FIRST_FAST) -- -q tests --ignore=tests/cluster \
+		--ignore=tests/runtime -m "not multiprocess"
 
 # 3 test hosts on this machine (network and mount namespaces, an sshd and a slurmd each): needs root.
 test-cluster: $(STAMP)
