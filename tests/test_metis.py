@@ -74,3 +74,20 @@ def test_partition_graph_falls_back_to_the_64_bit_build(tmp_path, monkeypatch):
     parts = torch.repeat_interleave(torch.arange(3), torch.tensor(stats["part_nodes"]))[torch.argsort(orig_nids)]
     assert stats["edge_cut"] == pytest.approx(float((parts[g.src] != parts[g.dst]).double().mean()))
     assert max(stats["part_nodes"]) / (g.num_nodes() / 3) < 1.06
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_isolated_vertices_fill_the_parts_and_metis_cuts_the_rest_as_alone(graph, weighted):
+    """Isolated vertices (which make METIS's coarsening crawl) are left out of the METIS call and
+    fill the parts up to equal shares: the parts are balanced, every vertex has one, and the cut
+    is the one METIS gives the graph without them."""
+    g, xadj, adjncy = graph
+    n, spare = g.num_nodes(), 30_000
+    big_xadj = np.concatenate([xadj, np.full(spare, xadj[-1])])  # 30,000 vertices with no edge after the graph's
+    weights = (np.arange(n + spare) % 3 + 1).reshape(-1, 1) if weighted else None
+    for k in (2, 3, 8):
+        parts, cut = metis.part_graph(big_xadj, adjncy, k, weights)
+        alone, alone_cut = metis.part_graph(xadj, adjncy, k, None if weights is None else weights[:n])
+        assert np.array_equal(parts[:n], alone) and cut == alone_cut == cut_of(big_xadj, adjncy, parts)
+        load = np.bincount(parts, weights=None if weights is None else weights[:, 0], minlength=k)
+        assert load.max() / load.mean() < 1.04, load  # METIS's own tolerance is 1.03 for the vertices it places

@@ -141,6 +141,13 @@ def part_graph(
             raise PartitionError("METIS vertex weights must be >= 0 with a positive total for every constraint")
     if num_parts == 1:
         return np.zeros(n, dtype=np.int64), 0
+    if ncon == 1:
+        deg = np.diff(xadj)
+        isolated = deg == 0
+        kept = n - int(np.count_nonzero(isolated))
+        if kept < n and kept >= 4 * num_parts:
+            return _with_isolated(xadj, adjncy, num_parts, vwgt, seed, ufactor, recursive, library, objtype,
+                                  isolated, deg)
     lib = library or choose_library(n, adjncy.size, totals)
     idx = lib.idx
     xadj = np.ascontiguousarray(xadj, dtype=idx)
@@ -166,3 +173,29 @@ def part_graph(
         raise PartitionError(f"METIS ({lib.name}) failed with {_METIS_ERRORS.get(rc, rc)} on a graph of {n} nodes, "
                              f"{adjncy.size // 2} undirected edges, {ncon} constraints, {num_parts} parts")
     return part.astype(np.int64, copy=False), int(objval[0])
+
+
+def _with_isolated(xadj: np.ndarray, adjncy: np.ndarray, num_parts: int, vwgt: np.ndarray | None, seed: int,
+                   ufactor: int, recursive: bool | None, library: MetisLibrary | None, objtype: str,
+                   isolated: np.ndarray, deg: np.ndarray) -> tuple[np.ndarray, int]:
+    """`part_graph` of a graph with isolated vertices: METIS on the others (its coarsening matches
+    neighbours, so isolated vertices never coarsen and make it crawl: 15 s for 300,000 vertices
+    of which 6,000 have edges), then the isolated ones, which cut nothing, filling each part up to
+    an equal share of the weight, in id order."""
+    keep = np.flatnonzero(~isolated)
+    new_id = np.cumsum(~isolated, dtype=np.int64) - 1
+    sub_xadj = np.zeros(keep.size + 1, dtype=np.int64)
+    np.cumsum(deg[keep], out=sub_xadj[1:])
+    weights = np.ones(xadj.size - 1, dtype=np.int64) if vwgt is None else vwgt[:, 0].astype(np.int64)
+    sub_parts, objval = part_graph(sub_xadj, new_id[adjncy], num_parts, None if vwgt is None else vwgt[keep],
+                                   seed, ufactor, recursive, library, objtype)
+    load = np.bincount(sub_parts, weights=weights[keep], minlength=num_parts)
+    spare = weights[isolated]
+    deficit = np.maximum((load.sum() + spare.sum()) / num_parts - load, 0.0)
+    ends = np.cumsum(deficit)
+    ends *= spare.sum() / ends[-1] if ends[-1] > 0 else 0.0  # the parts' shares of the isolated weight, in turn
+    middles = np.cumsum(spare) - spare / 2
+    parts = np.empty(xadj.size - 1, dtype=np.int64)
+    parts[keep] = sub_parts
+    parts[isolated] = np.minimum(np.searchsorted(ends, middles, side="right"), num_parts - 1)
+    return parts, objval
