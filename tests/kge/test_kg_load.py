@@ -13,7 +13,8 @@ from distgraph.kge.data import names as names_mod
 from distgraph.kge.data import store, text, triples
 from distgraph.kge.data.formats import load_dataset, read_dict, write_dict
 from distgraph.kge.data.names import Names, Numbering
-from distgraph.kge.prepare import _repeated_rows
+from distgraph.kge import prepare
+from distgraph.kge.prepare import _repeated_rows, data_warnings
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -246,6 +247,23 @@ def test_repeated_triples_are_counted_a_share_of_heads_at_a_time(monkeypatch):
     monkeypatch.setattr(triples, "BLOCK_ROWS", 300)
     assert _repeated_rows(t, 30, 4) == want
     assert _repeated_rows(t, 3 * 10 ** 17, 4) == want  # a sort by (h, r) then t: h * r * t needs more than 63 bits
+
+
+def test_the_data_warnings_of_cached_files_are_kept_with_them(tmp_path, monkeypatch):
+    """The checks behind the data's warnings (a pass and a sort over every triple) run once per
+    cached input: a later load reads their lines from the cache folder; an edited input is checked again."""
+    files = _udd(tmp_path)
+    once = (tmp_path / "train.tsv").read_text()
+    (tmp_path / "train.tsv").write_text(once * 2)  # every triple at least twice
+    _chunked(monkeypatch)
+    first = data_warnings(load_dataset(tmp_path, "kg", "udd_hrt", files))
+    assert [line for line in first if "of the 6,000 training triples repeat" in line], first
+    with monkeypatch.context() as m:
+        m.setattr(prepare, "_data_warnings", lambda data: pytest.fail("the kept warnings were not used"))
+        assert data_warnings(load_dataset(tmp_path, "kg", "udd_hrt", files)) == first
+    (tmp_path / "train.tsv").write_text(once)
+    edited = load_dataset(tmp_path, "kg", "udd_hrt", files)
+    assert data_warnings(edited) == prepare._data_warnings(edited) != first
 
 
 @pytest.mark.parametrize("fmt, files", [("udd_hrt", ["e", "r", "t"]), ("raw_udd_hrt", ["t"])])

@@ -6,6 +6,7 @@ show comes from here, in a fraction of a second; the warnings about the data too
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass, replace
@@ -14,10 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..files import write_atomically
 from .config import EvalConfig, TrainConfig
 from .data.formats import KGData, load_dataset
 from .data.triples import row_blocks
 from .saved_model import SavedModel, load_model
+
+WARNINGS_FILE = "warnings.json"  # in the loader's cache folder
 
 
 KEY_ROWS = 1 << 25  # rows whose repeats are counted at once (16 bytes each)
@@ -63,7 +67,32 @@ def process_count(cfg: TrainConfig, data: KGData) -> int:
 def data_warnings(data: KGData) -> list[str]:
     """What the data does that DGL-KE does without a word: valid/test triples naming entities or
     relations no training triple names (their rows are never trained), and repeated training
-    triples (each copy is trained on)."""
+    triples (each copy is trained on). Kept in the loader's cache folder beside the triples, so a
+    later run on the same files does not check them again (minutes at Freebase's size)."""
+    kept = _cache_folder(data.train)
+    if kept is not None:
+        try:
+            lines = json.loads((kept / WARNINGS_FILE).read_text())
+            if isinstance(lines, list) and all(isinstance(x, str) for x in lines):
+                return lines
+        except (OSError, ValueError):
+            pass
+    out = _data_warnings(data)
+    if kept is not None:
+        try:
+            write_atomically(kept / WARNINGS_FILE, lambda f: f.write(json.dumps(out)), mode="w")
+        except OSError:  # a cache folder this user cannot write: checked again next time
+            pass
+    return out
+
+
+def _cache_folder(rows: np.ndarray) -> Path | None:
+    """The loader's cache folder `rows` are mapped from, or None (an input small enough to load)."""
+    name = getattr(rows, "filename", None)
+    return Path(name).parent if name else None
+
+
+def _data_warnings(data: KGData) -> list[str]:
     out = []
     train = data.train
     trained_ent = np.zeros(data.n_entities, dtype=bool)
