@@ -147,3 +147,28 @@ def test_bucket_training_refuses_several_processes_in_one_line(tmp_path):
         train_kge(_cfg(data_dir, tmp_path, num_entity_partitions=2, num_proc=2), out=io.StringIO())
     assert not (tmp_path / "save").exists() or not list((tmp_path / "save").iterdir())
     assert torch.get_num_threads() >= 1
+
+
+def test_partitions_are_made_where_first_needed_and_written_when_first_written_back(tmp_path):
+    """No start-up pass writes the table: a partition's initial rows are made when it is first
+    read into memory (or read for ranking), its files written with its first write-back, and a
+    partition never trained keeps no file and reads as the initialiser's rows."""
+    from distgraph.distributed.initializers import Uniform
+    from distgraph.kvstore import initializers
+    from distgraph.kge.train.partitions import EntityPartitions
+
+    bounds, dim, spec = np.array([0, 5, 9, 14, 20]), 3, Uniform(-1.0, 1.0, 7).spec()
+    whole = torch.empty(20, dim)
+    initializers.fill(whole, 0, spec)  # the table as the runtime would initialise it in memory
+    parts = EntityPartitions(tmp_path, bounds, dim, spec, lr=0.5)
+    assert list(tmp_path.iterdir()) == []
+    assert torch.equal(parts.read(2), whole[9:14])
+    parts.use({0, 1}, then={3})
+    assert torch.equal(parts.gather(torch.tensor([1, 7])), whole[[1, 7]])
+    parts.update(torch.tensor([1, 7]), torch.ones(2, dim))
+    parts.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["entity.0", "entity.1", "entity_state.0", "entity_state.1"]
+    again = EntityPartitions(tmp_path, bounds, dim, spec, lr=0.5)
+    trained = again.read(0)
+    assert not torch.equal(trained[1], whole[1]) and torch.equal(trained[[0, 2, 3, 4]], whole[[0, 2, 3, 4]])
+    assert torch.equal(again.read(3), whole[14:20])  # read ahead, never trained: still the initialiser's

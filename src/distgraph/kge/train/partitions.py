@@ -2,8 +2,9 @@
 of the current bucket in memory (PyTorch-BigGraph's scheme, with DGL-KE's Adagrad).
 
 A partition is two raw float32 files (`entity.<p>` rows, `entity_state.<p>` one accumulator a
-row), filled by the table's initialiser the first time (by global row, so any P starts from the
-same values). Memory holds `SLOTS` partitions: the current bucket's two and the next bucket's
+row). A partition without files has never been trained: its rows are the table's initialiser's
+(by global row, so any P starts from the same values), made where they are first needed and
+written when first written back, so no start-up pass writes the whole table. Memory holds `SLOTS` partitions: the current bucket's two and the next bucket's
 incoming one, which an I/O thread reads while the current bucket trains, after writing back the
 partition it replaces. A partition is written to a new file renamed over the old one, never in
 place, so a checkpoint's hard links keep the rows they were taken with.
@@ -40,9 +41,9 @@ class EntityPartitions:
         self._pending: dict[int, tuple[int, Future]] = {}  # partition -> (slot, its read in the I/O thread)
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distgraph-kge-io")
         self.folder.mkdir(parents=True, exist_ok=True)
-        for p in range(self.num_parts):
-            if not self._path("entity", p).is_file() or not self._path("entity_state", p).is_file():
-                self._create(p, init_spec)
+        self.init_spec = init_spec
+        self.fresh = {p for p in range(self.num_parts)  # never written: the initialiser's rows
+                      if not self._path("entity", p).is_file() or not self._path("entity_state", p).is_file()}
 
     # ------------------------------------------------------------------ files
     def _path(self, kind: str, p: int) -> Path:
@@ -51,18 +52,14 @@ class EntityPartitions:
     def rows_of(self, p: int) -> int:
         return int(self.bounds[p + 1] - self.bounds[p])
 
-    def _create(self, p: int, init_spec: dict) -> None:
-        """Write partition p as the initialiser fills rows bounds[p].. of the whole table."""
-        lo, n = int(self.bounds[p]), self.rows_of(p)
-
-        def rows(f) -> None:
-            for s in range(0, n, INIT_ROWS):
-                block = torch.empty(min(INIT_ROWS, n - s), self.dim)
-                initializers.fill(block, lo + s, init_spec)
-                f.write(memoryview(block.numpy()).cast("B"))
-
-        self._write(self._path("entity", p), rows)
-        self._write(self._path("entity_state", p), lambda f: f.write(memoryview(np.zeros(n, np.float32)).cast("B")))
+    def _initial(self, p: int, emb: Tensor, state: Tensor | None) -> None:
+        """Fill `emb` (and `state`) with partition p's initial rows: the initialiser's values of rows
+        bounds[p].. of the whole table, and zero accumulators."""
+        lo = int(self.bounds[p])
+        for s in range(0, len(emb), INIT_ROWS):
+            initializers.fill(emb[s:s + INIT_ROWS], lo + s, self.init_spec)
+        if state is not None:
+            state.zero_()
 
     @staticmethod
     def _write(path: Path, write) -> None:
@@ -73,9 +70,12 @@ class EntityPartitions:
             raise InputError(f"cannot write entity partition {path} ({exc.strerror or exc}); free disk space in "
                              f"{path.parent}") from None
 
-    def _read_into(self, p: int, slot: int) -> None:
+    def _read_into(self, p: int, slot: int, fresh: bool) -> None:
         emb, state = self.slots[slot]
         n = self.rows_of(p)
+        if fresh:
+            self._initial(p, emb[:n], state[:n])
+            return
         for path, out in ((self._path("entity", p), emb[:n]), (self._path("entity_state", p), state[:n])):
             with open(path, "rb") as f:
                 got = f.readinto(memoryview(out.numpy()).cast("B"))
@@ -109,11 +109,12 @@ class EntityPartitions:
         if old is not None:
             del self.held[old]
             self.dirty.discard(old)
+        fresh = p in self.fresh
 
         def load() -> None:
             if write_back:
                 self._write_back(old, slot)
-            self._read_into(p, slot)
+            self._read_into(p, slot, fresh)
 
         self._pending[p] = (slot, self._io.submit(load))
 
@@ -133,6 +134,9 @@ class EntityPartitions:
                 slot, done = self._pending.pop(p)
                 done.result()
                 self.held[p] = slot
+                if p in self.fresh:  # made in memory: its files are written with its first write-back
+                    self.fresh.discard(p)
+                    self.dirty.add(p)
         for p in sorted(set(then) - set(parts)):
             if p not in self.held and p not in self._pending and len(self.slots) > len(parts):
                 self._start_read(p, set(parts))
@@ -190,6 +194,9 @@ class EntityPartitions:
             return self._view(p)[0]
         self._settle()  # a write-back of p may be in flight
         out = torch.empty(self.rows_of(p), self.dim)
+        if p in self.fresh:
+            self._initial(p, out, None)
+            return out
         with open(self._path("entity", p), "rb") as f:
             f.readinto(memoryview(out.numpy()).cast("B"))
         return out
