@@ -63,9 +63,7 @@ class Job:
 
     def _print(self, label: str, is_err: bool, text: str) -> None:
         with self._lock:
-            out = sys.stderr if is_err else sys.stdout
-            out.write(f"[{label}] {text}\n")
-            out.flush()
+            _write(sys.stderr if is_err else sys.stdout, f"[{label}] {text}\n")
 
     def sink(self, label: str, is_err: bool, text: str) -> None:
         """Every output line of the job's processes: shown, unless `failures` keeps it out of sight."""
@@ -75,7 +73,7 @@ class Job:
 
     def say(self, message: str) -> None:
         with self._lock:
-            print(f"[launch] {message}", file=sys.stderr, flush=True)
+            _write(sys.stderr, f"[launch] {message}\n")
 
     def name(self, label: str) -> str:
         spec = self.specs.get(label)
@@ -158,12 +156,14 @@ class Job:
         stopping = [threading.Thread(target=self._stop_remote, args=(r,)) for r in self.remotes]
         for t in stopping:
             t.start()
-        if self.local is not None:
-            self.local.stop()
-        for t in stopping:
-            t.join()
-        self._stop_beats.set()
-        sweep_shared_memory(self.plan.session)
+        try:
+            if self.local is not None:
+                self.local.stop()
+            for t in stopping:
+                t.join()
+        finally:
+            self._stop_beats.set()
+            sweep_shared_memory(self.plan.session)
 
     def _stop_remote(self, remote: RemoteHost) -> None:
         if remote.stop():
@@ -174,6 +174,16 @@ class Job:
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             self.say(f"could not remove shared memory {glob} on {remote.host}: {exc}")
+
+
+def _write(out, text: str) -> None:
+    """A line to the launcher's terminal; one that went away (a closed pipe, a lost ssh session)
+    loses the line, never the clean-up that follows."""
+    try:
+        out.write(text)
+        out.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def launch(opts: LaunchOptions) -> int:
