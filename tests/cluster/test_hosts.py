@@ -21,7 +21,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from distgraph.cluster.lifeline import SILENCE_SECONDS
 
-from testbed import WORKSPACE, Capture
+from testbed import WORKSPACE, Capture, partition_and_copy_kg
 from zmtp import ZAP_REFUSAL, replay
 
 from distgraph.data import generate_sbm
@@ -288,13 +288,7 @@ def test_distributed_kge_on_three_hosts_and_a_killed_trainer(bed, tmp_path):
 
     files = planted_pairs(tmp_path, n=600, held_out=60)
     data = ["--dataset", "planted", "--format", "raw_udd_hrt", "--data_files", *files]
-    part = _cli("kge", "partition", *data, "--data_path", str(tmp_path), "-k", "3", cwd=tmp_path)
-    assert part.returncode == 0, part.stderr
-    (tmp_path / "ip_config.txt").write_text("".join(f"{h.ip} {bed.port} 1\n" for h in bed.hosts))
-    copied = _cli("copy", "--ip_config", "ip_config.txt", "--workspace", WORKSPACE, "--rel_data_path",
-                  "planted/partitions", "--part_config", "planted/partitions/planted.json", "--ssh_config",
-                  str(bed.ssh_config), cwd=tmp_path)
-    assert copied.returncode == 0, copied.stderr
+    partition_and_copy_kg(bed, tmp_path, data)
 
     def dist_train(session: str, steps: int) -> subprocess.Popen:
         line = (f"cd {WORKSPACE} && DISTGRAPH_SESSION={session} OMP_NUM_THREADS=1 {PY} -m distgraph.cli.main kge "

@@ -15,7 +15,7 @@ import pytest
 from leaks import new_session
 from memcap import MemoryCap, why_not
 
-from testbed import WORKSPACE
+from testbed import WORKSPACE, partition_and_copy_kg
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.skipif(why_not() is not None, reason=str(why_not()))]
 
@@ -60,13 +60,7 @@ def _mrr(out: str) -> float:
 def test_a_table_larger_than_each_host_trains_on_three_hosts_as_on_one(bed, tmp_path):
     assert TABLE > CAP
     data = ["--dataset", "planted", "--format", "udd_hrt", "--data_files", *planted_with_room(tmp_path)]
-    part = _cli("kge", "partition", *data, "--data_path", str(tmp_path), "-k", "3", cwd=tmp_path)
-    assert part.returncode == 0, part.stderr
-    (tmp_path / "ip_config.txt").write_text("".join(f"{h.ip} {bed.port} 1\n" for h in bed.hosts))
-    copied = _cli("copy", "--ip_config", "ip_config.txt", "--workspace", WORKSPACE, "--rel_data_path",
-                  "planted/partitions", "--part_config", "planted/partitions/planted.json", "--ssh_config",
-                  str(bed.ssh_config), cwd=tmp_path)
-    assert copied.returncode == 0, copied.stderr
+    partition_and_copy_kg(bed, tmp_path, data)
     line = (f"cd {WORKSPACE} && DISTGRAPH_SESSION={new_session()} OMP_NUM_THREADS=1 {PY} -m distgraph.cli.main kge "
             f"dist-train {' '.join(data)} --data_path {WORKSPACE} --path {WORKSPACE} --ip_config ip_config.txt "
             f"--num_client_proc 1 --ssh_config {bed.ssh_config} {TRAIN} --no_save_emb")

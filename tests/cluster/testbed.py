@@ -218,3 +218,18 @@ class Capture:
                     next_seq = (seq + len(by_seq[seq])) & 0xFFFFFFFF
             streams[key] = bytes(data)
         return streams
+
+
+def partition_and_copy_kg(bed: TestBed, root: Path, data: list[str]) -> None:
+    """`kge partition` of the KG in `root` (`data`: its --dataset, --format and --data_files
+    flags) into a part per host, an ip_config.txt of the hosts, and `distgraph copy` of both to
+    every host's workspace, as a user would from their own computer."""
+    def cli(*args: str) -> None:
+        done = subprocess.run([sys.executable, "-m", "distgraph.cli.main", *args], cwd=root, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+    cli("kge", "partition", *data, "--data_path", str(root), "-k", str(len(bed.hosts)))
+    (root / "ip_config.txt").write_text("".join(f"{h.ip} {bed.port} 1\n" for h in bed.hosts))
+    cli("copy", "--ip_config", "ip_config.txt", "--workspace", WORKSPACE, "--rel_data_path", "planted/partitions",
+        "--part_config", "planted/partitions/planted.json", "--ssh_config", str(bed.ssh_config))
