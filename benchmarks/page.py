@@ -38,7 +38,7 @@ within one run.
 # under "Other figures", in their records' order
 GROUPS = [
     ("Against DGL 2.1.0 and DGL-KE 0.1.2, in detail",
-     ["dgl_side_by_side", "sampling", "train_graphsage", "hetero", "kge_dist", "kge"]),
+     ["dgl_side_by_side", "sampling", "train_graphsage", "hetero", "kge_dist", "kge", "kge_scale"]),
     ("Against each hot path's own limit",
      ["limits", "cluster", "kge_limits", "kvstore", "row_kernels"]),
     ("Partitioning: time, memory and scale",
@@ -55,6 +55,7 @@ PEER_SCRIPTS = {
     "dgl/dist_train.py": "DGL 2.1.0's own GraphSAGE training script",
     "kge/run_dglke.sh": "DGL-KE 0.1.2's own dglke_train (DGL 0.4.3, torch 1.6, Python 3.8)",
     "kge/run_pbg.sh": "PyTorch-BigGraph 1.0.0's own trainer (torch 1.6, Python 3.8)",
+    "kge/pbg_run.py": "PyTorch-BigGraph 1.0.0's own trainer (torch 1.6, Python 3.8) on its TSV importer's files",
 }
 OUTSIDE = re.compile(r"(?:\.\./|~/|/[\w.-]+/)*shared/(?:peers/(?P<script>[\w/-]+(?:\.[\w-]+)*)|(?P<data>data)\b)")
 
@@ -170,6 +171,8 @@ def score_key_values(rows: list[list]) -> list[list]:
             if ours in values and (peer is None or peer in values):
                 return numbers(values[ours]) if peer is None else ratios(numbers(values[ours]), numbers(values[peer]))
             return []
+        if f"{prefix}_runs" in values:  # the rounds' own figures (a gap, a peak, hours), scored as they are
+            return numbers(values[f"{prefix}_runs"])
         for key in values:  # `<prefix>_dgl_<figure>_runs` against `<prefix>_<figure>_runs`
             m = re.fullmatch(rf"{re.escape(prefix)}_dgl_(.+)_runs", key)
             if m and f"{prefix}_{m[1]}_runs" in values:
@@ -334,8 +337,46 @@ def summary(records: dict[str, dict]) -> list[list[str]]:
             rows.append(["DGL-KE 0.1.2", what, f"{_cell(row[2])} (`kge train`, 2 processes); "
                          f"{_cell(row[3])} (`kge dist-train`, 2 machines)", _cell(row[1]),
                          f"{single / peer:.2f} and {dist / peer:.2f} (1 round)", _date(kge)])
-    rows.append(["PyTorch-BigGraph 1.0.0", "KGE training and evaluation", "not measured yet", "", "", ""])
+    pbg = kge_scale_rows(records.get("kge_scale"), rows)
+    rows.append(["PyTorch-BigGraph 1.0.0", "KGE evaluation (filtered ranking)" if pbg else
+                 "KGE training and evaluation", "not measured yet", "", "", ""])
     return rows
+
+
+def kge_scale_rows(r: dict | None, rows: list[list[str]]) -> bool:
+    """The scale benchmark's comparisons with DGL-KE and PyTorch-BigGraph, at each tier they ran
+    (a peer that ran out of memory, with the tier and its message); whether PBG has a row."""
+    values, pbg = _values(r), False
+    tiers = [t for t in ("1m", "10m") if f"{t}_graph" in values]
+    for tier in tiers:
+        graph = values[f"{tier}_graph"].split(" (")[0].replace(" training triples", " triples")
+        ours = values.get(f"{tier}_p_triples_per_s_per_core")
+        what = (f"KGE training on a generated KG of {graph}, TransE_l2 dim 100, 1 core each, ours with the entity "
+                f"table on disk (P = 4)")
+        for peer, name in (("DGL-KE 0.1.2", "dglke"), ("PyTorch-BigGraph 1.0.0", "pbg")):
+            failed = values.get(f"{tier}_{name}_failed")
+            if failed:
+                rows.append([peer, f"{what}: {name == 'pbg' and 'P = 4, ' or ''}does it run?", "runs" if ours else "",
+                             failed.split("; its last lines")[0], "", _date(r)])
+                pbg |= name == "pbg"
+                continue
+            theirs = values.get(f"{tier}_{name}_triples_per_s_per_core")
+            if not (ours and theirs):
+                continue
+            pbg |= name == "pbg"
+            for key, figure, unit, fmt in (
+                    (f"{tier}_ours_over_{name}_triples_per_s_per_core", "positive triples/s per core", "",
+                     lambda k: num(float(values[f"{tier}_{k}_triples_per_s_per_core"]))),
+                    (f"{tier}_ours_over_{name}_peak_rss", "peak RSS of the process tree (MB, median)", "",
+                     lambda k: num(statistics.median(numbers(values[f"{tier}_{k}_peak_rss_mb_runs"]))))):
+                runs = values.get(f"{key}_ratio_runs")
+                if not runs or (name == "dglke" and "peak_rss" in key):
+                    continue
+                target = next((key_target(k)[1:3] for k in values if k.startswith(f"{key}_target_")
+                               and key_target(k)), None)
+                score = Score(numbers(runs), *(target or (None, None)))
+                rows.append([peer, f"{what}: {figure}", fmt("p"), fmt(name), score.text(), _date(r)])
+    return pbg
 
 
 SUMMARY_COLUMNS = ["against", "measured", "distgraph", "peer", "ours / peer", "date"]
