@@ -221,18 +221,17 @@ def test_every_seed_once_per_epoch_across_trainers_with_and_without_sampler_proc
     _assert_job_gone(job)
 
 
-def test_a_launcher_whose_terminal_went_away_still_stops_and_sweeps_its_job(parts, tmp_path):
-    """A launcher whose output has nowhere to go (its pipe closed, as when an ssh session is
-    lost) loses the lines, never the clean-up: the failing job stops, and no process or shared
-    memory of it is left."""
+def test_a_launcher_whose_terminal_went_away_stops_and_sweeps_its_job(parts, tmp_path):
+    """A launcher whose output has nowhere to go (its pipe closed, as when its ssh session is
+    lost) stops the job as a hang-up does (exit 129), and leaves no process or shared memory."""
     from distgraph.cluster.shm_files import session_files
 
     env = child_env()
     ip_config = write_ip_config(tmp_path / "ip_config.txt", [1, 1])
     proc = subprocess.Popen(launch_argv(tmp_path, parts[2], ip_config,
-                                        f"{sys.executable} {SCRIPTS / 'wait_or_fail.py'} fail"),
+                                        f"{sys.executable} {SCRIPTS / 'wait_or_fail.py'} wait"),
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()
     proc.stderr.close()
-    assert proc.wait(timeout=150) == 3
+    assert proc.wait(timeout=150) == 128 + signal.SIGHUP
     assert not child_processes() and session_files(env["DISTGRAPH_SESSION"]) == []

@@ -60,10 +60,21 @@ class Job:
         self.local: HostSupervisor | None = None
         self.remotes: list[RemoteHost] = []
         self._stop_beats = threading.Event()
+        self.terminal_lost = False  # set when a line could not be written (`_write`)
 
     def _print(self, label: str, is_err: bool, text: str) -> None:
         with self._lock:
-            _write(sys.stderr if is_err else sys.stdout, f"[{label}] {text}\n")
+            self._write(sys.stderr if is_err else sys.stdout, f"[{label}] {text}\n")
+
+    def _write(self, out, text: str) -> None:
+        """A line to the launcher's terminal. A terminal that went away (a closed pipe, a lost ssh
+        session) stops the job, as a hang-up does: nobody can follow it any more; its clean-up
+        still runs."""
+        try:
+            out.write(text)
+            out.flush()
+        except (OSError, ValueError):
+            self.terminal_lost = True
 
     def sink(self, label: str, is_err: bool, text: str) -> None:
         """Every output line of the job's processes: shown, unless `failures` keeps it out of sight."""
@@ -73,7 +84,7 @@ class Job:
 
     def say(self, message: str) -> None:
         with self._lock:
-            _write(sys.stderr, f"[launch] {message}\n")
+            self._write(sys.stderr, f"[launch] {message}\n")
 
     def name(self, label: str) -> str:
         spec = self.specs.get(label)
@@ -119,6 +130,8 @@ class Job:
         trainers_done_at = None
         next_state_check = time.monotonic()
         while True:
+            if self.terminal_lost:
+                return 128 + signal.SIGHUP
             codes = self.exit_codes()  # (this also notices a host whose session ended)
             lost = next((r for r in self.remotes if r.error is not None), None)
             if lost is not None:
@@ -174,16 +187,6 @@ class Job:
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             self.say(f"could not remove shared memory {glob} on {remote.host}: {exc}")
-
-
-def _write(out, text: str) -> None:
-    """A line to the launcher's terminal; one that went away (a closed pipe, a lost ssh session)
-    loses the line, never the clean-up that follows."""
-    try:
-        out.write(text)
-        out.flush()
-    except (OSError, ValueError):
-        pass
 
 
 def launch(opts: LaunchOptions) -> int:
