@@ -210,9 +210,9 @@ def test_a_torchrun_job_that_loses_a_machine_leaves_nothing_on_the_others(bed, c
     for out in outputs[:2]:
         assert "a trainer's connection ended without its goodbye" in out, out[-3000:]
     deadline = time.monotonic() + 90  # (the servers, started in the background, end after their sessions)
-    while _job_processes(marker) or any(any(h.shm.glob("distgraph.*")) for h in bed.hosts[:2]):
-        assert time.monotonic() < deadline, (_job_processes(marker), [list(h.shm.glob("distgraph.*"))
-                                                                      for h in bed.hosts[:2]])
+    mine = f"distgraph.{marker}.*"  # this job's files (an earlier test's are that test's to check)
+    while _job_processes(marker) or any(any(h.shm.glob(mine)) for h in bed.hosts[:2]):
+        assert time.monotonic() < deadline, (_job_processes(marker), [list(h.shm.glob(mine)) for h in bed.hosts[:2]])
         time.sleep(0.2)
     print(f"machines 0 and 1 ended {took:.1f} s after machine 2 was killed; their processes and shared "
           f"memory were gone {time.monotonic() - began:.1f} s after")
