@@ -278,6 +278,8 @@ def test_a_peer_without_the_job_secret_is_refused_and_no_secret_is_on_a_command_
         ss = subprocess.run(["ip", "netns", "exec", h.name, "ss", "-Hltnp"], capture_output=True, text=True).stdout
         servers = [line.split()[3] for line in ss.splitlines() if f":{bed.port}" in line.split()[3]]
         assert servers == [f"{h.ip}:{bed.port}"], ss
+    job.proc.kill()  # the ssh session ends: the launcher on host 0 stops the job and sweeps every host
+    job.nothing_left()
 
 
 def test_distributed_kge_on_three_hosts_and_a_killed_trainer(bed, tmp_path):
