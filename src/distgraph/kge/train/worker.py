@@ -210,10 +210,8 @@ class Trainer:
         counts the non-finite rows of its share of its machine's rows, the counts are summed, and
         trainer 0 refuses a table with any (one error), the others stop quietly."""
         mine = self.ctx.rank % self.per_machine
-        counts = {}
-        for name, t in self.tables.tables.items():
-            share, step = t.local_partition.tensor_split(self.per_machine)[mine].numpy(), block_rows(t.shape[1:])
-            counts[name] = sum(nonfinite_rows(share[i:i + step]) for i in range(0, len(share), step))
+        counts = {name: nonfinite_rows(t.local_partition.tensor_split(self.per_machine)[mine].numpy())
+                  for name, t in self.tables.tables.items()}  # (it checks a block of rows at a time)
         totals = {name: sum(c[name] for c in all_gather(counts)) for name in counts}
         if self.ctx.rank == 0:
             refuse_nonfinite(totals, {name: len(t) for name, t in self.tables.tables.items()}, "the trained model")
