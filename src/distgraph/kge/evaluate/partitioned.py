@@ -29,10 +29,9 @@ def query_filter(n_relations: int, triples: Tensor, known: Iterable[np.ndarray])
     h, r, t = (triples[:, i].numpy().astype(np.int64) for i in range(3))
     heads, tails = np.unique(h * n_relations + r), np.unique(t * n_relations + r)
     kept = []
-    for chunk in known:
-        c = np.asarray(chunk).astype(np.int64)
-        for s in range(0, len(c), KNOWN_CHUNK):
-            part = c[s:s + KNOWN_CHUNK]
+    for chunk in known:  # widened a slice at a time: a memory map is never copied whole
+        for s in range(0, len(chunk), KNOWN_CHUNK):
+            part = np.asarray(chunk[s:s + KNOWN_CHUNK]).astype(np.int64)
             hit = np.isin(part[:, 0] * n_relations + part[:, 1], heads) | \
                 np.isin(part[:, 2] * n_relations + part[:, 1], tails)
             kept.append(part[hit])
