@@ -172,3 +172,35 @@ def test_partitions_are_made_where_first_needed_and_written_when_first_written_b
     trained = again.read(0)
     assert not torch.equal(trained[1], whole[1]) and torch.equal(trained[[0, 2, 3, 4]], whole[[0, 2, 3, 4]])
     assert torch.equal(again.read(3), whole[14:20])  # read ahead, never trained: still the initialiser's
+
+
+def test_reading_every_partition_after_training_takes_no_memory_beyond_the_slots(tmp_path):
+    """Ranking and saving read the partitions in turn into the training slots (no buffer of its
+    own per partition): the rows read are each partition's current rows, a changed partition is
+    written back before its slot is reused, and a partition read and then trained keeps its rows."""
+    from distgraph.distributed.initializers import Uniform
+    from distgraph.kvstore import initializers
+    from distgraph.kge.train.partitions import EntityPartitions
+
+    bounds, dim, spec = np.array([0, 4, 8, 12, 16, 20]), 3, Uniform(-1.0, 1.0, 3).spec()
+    whole = torch.empty(20, dim)
+    initializers.fill(whole, 0, spec)
+    parts = EntityPartitions(tmp_path, bounds, dim, spec, lr=0.5)
+    slot_buffers = {t.data_ptr() for t, _ in parts.slots}
+    parts.use({0, 1}, then={2})
+    parts.update(torch.tensor([1, 5]), torch.ones(2, dim))
+    changed = parts.gather(torch.tensor([1, 5]))
+    parts.use({1, 2})
+    parts.flush()  # as a validation between buckets does
+    seen = [parts.read(p).clone() for p in (3, 0, 4, 1, 2)]
+    assert all(parts._view(p)[0].data_ptr() in slot_buffers for p in parts.held)
+    assert len(parts.held) <= len(parts.slots) == 3
+    assert torch.equal(seen[1][1], changed[0]) and torch.equal(seen[3][1], changed[1])
+    assert torch.equal(seen[0], whole[12:16]) and torch.equal(seen[2], whole[16:20]) and torch.equal(seen[4], whole[8:12])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{k}.{p}" for k in ("entity", "entity_state") for p in (0, 1, 2)]
+    parts.use({3, 4})  # trained after a read made 4 resident as the initialiser's rows
+    parts.update(torch.tensor([17]), torch.ones(1, dim))
+    after = parts.gather(torch.tensor([17]))
+    parts.read(0), parts.read(1), parts.read(2)  # 4 is written back to make room
+    assert torch.equal(parts.read(4)[1], after[0])
+    parts.close()

@@ -187,16 +187,24 @@ class EntityPartitions:
             emb, state = self._view(p)
             kernels.row_adagrad(emb, state, ids[a:b] - int(self.bounds[p]), grads[a:b].to(torch.float32), self.lr)
             self.dirty.add(p)
+            self.fresh.discard(p)  # (resident by `read`, it was still the initialiser's)
 
     def read(self, p: int) -> Tensor:
-        """Partition p's rows as they are now (resident, or read from its file), for ranking and saving."""
-        if p in self.held:
-            return self._view(p)[0]
-        self._settle()  # a write-back of p may be in flight
-        out = torch.empty(self.rows_of(p), self.dim)
-        if p in self.fresh:
-            self._initial(p, out, None)
-            return out
-        with open(self._path("entity", p), "rb") as f:
-            f.readinto(memoryview(out.numpy()).cast("B"))
-        return out
+        """Partition p's rows as they are now, for ranking and saving: made resident in a slot (the
+        longest resident other partition written back first if it changed), so reading every
+        partition in turn takes no memory beyond the slots. The rows stay valid until two more
+        partitions have been read. A partition never trained stays without files."""
+        if p not in self.held:
+            self._settle()  # a write-back may be in flight
+            if p in self._pending:
+                slot, _ = self._pending.pop(p)
+            else:
+                slot, old = self._free_slot({p})
+                if old is not None:
+                    if old in self.dirty:
+                        self._write_back(old, slot)
+                        self.dirty.discard(old)
+                    del self.held[old]
+                self._read_into(p, slot, p in self.fresh)
+            self.held[p] = slot
+        return self._view(p)[0]
