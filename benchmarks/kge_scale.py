@@ -8,7 +8,9 @@ TransE_l2 at dimension 100 (DGL-KE's FB15k recipe otherwise: gamma 19.9, lr 0.25
   (DGL-KE's Freebase files), with the entity table on disk as `--memory_budget` chooses.
 
 For each tier: generation seconds, peak RSS and bytes on disk; loading the text (which writes the
-loader's cache) and loading again from the cache, seconds and peak RSS; an untrained model's MRR
+loader's cache) and loading again from the cache, seconds and peak RSS; at the tiers of
+`--kge_partition_tiers`, `kge partition -k 4` as `kge dist-train` needs it (seconds, peak RSS,
+bytes, its cut and balance); an untrained model's MRR
 (`--max_step 1`) on the sampled evaluation every run of the tier shares (`--eval_queries` test
 triples, each ranked against `--neg_sample_size_eval` sampled entities, filtered); then
 `--rounds` alternating rounds (the order rotates each round) of:
@@ -38,6 +40,10 @@ to back) and scored on their median. Every tier's files (text, the loader's cach
         --dglke_train ~/.cache/distgraph-peers/kge/venv_dglke38/bin/dglke_train \\
         --pbg_python ~/.cache/distgraph-peers/kge/venv_pbg38/bin/python
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/kge_scale.py --tiers freebase --rounds 1
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/kge_scale.py --tiers freebase --systems \\
+        --kge_partition_tiers freebase   # generation, loading and kge partition only
+
+A run of some `--systems` only keeps the tier's other recorded figures (its own replace theirs).
 
 Prints `key: value` lines prefixed by the tier, and merges them into `--record`
 (bench-out/kge_scale.json, one record over all tiers measured; a tier run again replaces its
@@ -329,6 +335,7 @@ class Bench:
         cache = tier.triples * 3 * 4  # int32 ids (the loader widens them only past 2^31 entities)
         table = tier.entities * (dim + 1) * 4
         ours = tier.triples * 4 * 3 + table * 1.3 if "p" in systems else 0  # a partition or two written back
+        ours = max(ours, tier.triples * 12 * 4 if tier.name in self.args.kge_partition_tiers else 0)  # kge partition
         pbg = 3 * self.args.partitions ** 2 * 160e6 + tier.triples * 12 + tier.entities * (dim * 4 * 3 + 40) \
             if "pbg" in systems else 0
         return int(text + cache + max(ours, pbg) + 2 * 2**30)
@@ -339,7 +346,7 @@ class Bench:
         a = self.args
         t = tier.name
         threads = int(a.threads.get(t, 1))
-        systems = [s for s in SYSTEMS if (s != "inmem" or t in a.inmem_tiers)
+        systems = [s for s in a.systems if (s != "inmem" or t in a.inmem_tiers)
                    and (s != "dglke" or (a.dglke_train and t in a.peer_tiers))
                    and (s != "pbg" or (a.pbg_python and t in a.peer_tiers))]
         work = Path(a.work) / t
@@ -394,6 +401,10 @@ class Bench:
             self.put(f"{t}_load_{kind}_seconds", f"{float(m[1]):.1f} (load {r.load:.2f})")
             self.put(f"{t}_load_{kind}_peak_rss_mb", f"{mb(r.peak_rss):.0f} (anonymous {mb(r.peak_anon):.0f})")
         self.put(f"{t}_loader_cache_on_disk_gb", f"{du(text / '.distgraph-cache') / 1e9:.2f}")
+        if t in a.kge_partition_tiers:
+            self.kge_partition(tier, data, work, logs)
+        if not systems:
+            return
 
         steps = int(a.steps.get(t) or math.ceil(a.epochs * tier.triples / BATCH))
         eval_percent = min(1.0, a.eval_queries / tier.test)
@@ -458,6 +469,33 @@ class Bench:
                 if "failed" in got and s in ("dglke", "pbg"):
                     break  # a peer that cannot run the tier is not run again
         self.summarise(tier, results, threads, steps, untrained)
+
+    def kge_partition(self, tier: Tier, data: Path, work: Path, logs: Path) -> None:
+        """`kge partition -k K` of the tier as `kge dist-train` needs it (METIS in memory or KaMinPar
+        streaming, as the command chooses and says), watched like a training run; its output is
+        removed afterwards."""
+        a, t = self.args, tier.name
+        flags = self.data_flags(tier, data)
+        out = Path(flags[flags.index("--data_path") + 1]) / flags[flags.index("--dataset") + 1] / "partitions"
+        r = run([self.py, "-m", "distgraph.cli.main", "kge", "partition", *flags, "-k", str(a.kge_parts)],
+                logs / "kge_partition.log", work, [out], cap_gb=a.memory_cap_gb)
+        shutil.rmtree(out, ignore_errors=True)
+        if r.rc:
+            why = r.killed or (f"out of memory at the {a.memory_cap_gb:g} GiB cap" if r.oom else f"exit {r.rc}")
+            self.put(f"{t}_kge_partition_failed", f"{why} after {r.wall:.0f} s; its last lines: {r.tail(4)}")
+            return
+        self.put(f"{t}_kge_partition_seconds", f"{r.wall:.1f} into {a.kge_parts} parts (load {r.load:.2f})")
+        self.put(f"{t}_kge_partition_peak_rss_mb", f"{mb(r.peak_rss):.0f} (anonymous {mb(r.peak_anon):.0f})")
+        self.put(f"{t}_kge_partition_disk_gb", f"{r.peak_disk / 1e9:.2f}")
+        for key, pattern in (("partitioner", r"^partitioner: (.*)$"),
+                             ("cut", r"^triples whose two entities sit in different partitions: (.*)$"),
+                             ("balance", r"^triples per partition: .*\(max/mean ([\d.]+)\)")):
+            m = re.search(pattern, r.out, re.M)
+            if m:
+                self.put(f"{t}_kge_partition_{key}", m[1])
+        if t == "freebase":
+            self.put(f"{t}_kge_partition_peak_rss_gb_target_le_8", "met" if r.peak_rss / 1e9 <= 8 else "missed")
+            self.put(f"{t}_kge_partition_minutes_target_le_60", "met" if r.wall <= 3600 else "missed")
 
     # --- the peers
 
@@ -681,7 +719,9 @@ def commit() -> str | None:
 
 
 def merge_record(path: Path, bench: Bench, tiers: list[str], argv: list[str]) -> None:
-    """The record over all tiers: this run's tiers replace their earlier rows."""
+    """The record over all tiers: a whole run of a tier replaces its earlier rows; a partial run
+    (`--systems` a subset of them) replaces the rows it measured and keeps the others, its command
+    and date added to the tier's."""
     old = None
     for candidate in (path, REPO / "benchmarks" / "results" / "kge_scale.json"):
         if candidate.is_file():
@@ -693,14 +733,22 @@ def merge_record(path: Path, bench: Bench, tiers: list[str], argv: list[str]) ->
         peer_bits.append("DGL-KE 0.1.2 (its own dglke_train: DGL 0.4.3, torch 1.6, Python 3.8)")
     if bench.args.pbg_python:
         peer_bits.append("../shared/peers/kge/pbg_run.py")
+    partial = set(bench.args.systems) != set(SYSTEMS)
     for t in tiers:
-        runs[t] = {"command": "OMP_NUM_THREADS=1 python benchmarks/kge_scale.py " + " ".join(
-                       a.replace(str(Path.home()), "~") for a in argv),
-                   "date": bench.dates.get(t, ""), "commit": commit(), "machine": machine(),
-                   "load_average": f"{bench.loads[t][0]:.1f} at the start, {bench.loads[t][1]:.1f} at the end",
-                   "peer": ("; ".join(peer_bits) + ", measured in the same run") if peer_bits and t != "freebase"
-                   else "none in this tier's run",
-                   "rows": [row for row in bench.rows if row[0].startswith(f"{t}_")]}
+        run_ = {"command": "OMP_NUM_THREADS=1 python benchmarks/kge_scale.py " + " ".join(
+                    a.replace(str(Path.home()), "~") for a in argv),
+                "date": bench.dates.get(t, ""), "commit": commit(), "machine": machine(),
+                "load_average": f"{bench.loads[t][0]:.1f} at the start, {bench.loads[t][1]:.1f} at the end",
+                "peer": ("; ".join(peer_bits) + ", measured in the same run") if peer_bits and t != "freebase"
+                else "none in this tier's run",
+                "rows": [row for row in bench.rows if row[0].startswith(f"{t}_")]}
+        if partial and t in runs:
+            earlier = runs[t]
+            rows = {row[0]: row for row in earlier["rows"]}
+            rows.update({row[0]: row for row in run_["rows"]})
+            run_ = {**run_, **{k: f"{earlier[k]} + {run_[k]}" for k in ("command", "date", "commit", "load_average")
+                               if earlier.get(k) and earlier[k] != run_[k]}, "rows": list(rows.values())}
+        runs[t] = run_
     order = [t for t in TIERS if t in runs]
     record = {"name": "kge_scale", "order": 2.7,
               "title": "Knowledge graphs at scale: generation, loading, bucket training on disk, against DGL-KE and "
@@ -733,6 +781,11 @@ def main() -> int:
     ap.add_argument("--memory_budget", nargs="*", default=["freebase=14"],
                     help="TIER=GIB: the disk-partitioned run chooses P from this budget instead")
     ap.add_argument("--threads", nargs="*", default=["freebase=2"], help="TIER=N cores a system (default 1)")
+    ap.add_argument("--systems", nargs="*", default=list(SYSTEMS), choices=SYSTEMS,
+                    help="the runs to make (default all; none: generation, loading and kge partition only)")
+    ap.add_argument("--kge_partition_tiers", nargs="*", default=["1m", "10m"],
+                    help="tiers where `kge partition` is measured (Freebase's: about an hour more)")
+    ap.add_argument("--kge_parts", type=int, default=4, help="parts (machines) of `kge partition`")
     ap.add_argument("--inmem_tiers", nargs="*", default=["1m"], help="tiers with the in-memory run")
     ap.add_argument("--peer_tiers", nargs="*", default=["1m", "10m"], help="tiers the peers run at")
     ap.add_argument("--eval_queries", type=int, default=1000, help="test triples of the sampled evaluation")
