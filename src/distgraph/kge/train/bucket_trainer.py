@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ...data.chunked import npy_file_array
 from ...distributed.initializers import Uniform
 from ...errors import InputError
 from ...files import write_atomically
@@ -209,7 +210,7 @@ class BucketTrainer:
         share = eval_share(torch.from_numpy(np.asarray(triples, dtype=np.int64)), cfg.eval_percent, 0, 1, cfg.seed)
         filt = None
         if not cfg.no_eval_filter:
-            known = [np.load(lay.folder / "triples.npy", mmap_mode="r"),
+            known = [npy_file_array(lay.folder / "triples.npy"),  # read, not mapped: the pass leaves nothing resident
                      *(a for a in (self.evals.valid, self.evals.test) if a is not None)]
             filt = query_filter(self.n_relations, share, known)
         tables.entities.flush()
