@@ -43,13 +43,16 @@ def query_filter(n_relations: int, triples: Tensor, known: Iterable[np.ndarray])
 def evaluate_partitioned(model: KGEModel, relation_rows: Rows, relation_tables: list[str],
                          read_partition: Callable[[int], Tensor], bounds: np.ndarray, triples: Tensor,
                          batch_size: int, filt: TripleFilter | None, neg_sample_size: int = -1,
-                         draw: Callable[[int], Tensor] | None = None) -> dict[str, float]:
+                         draw: Callable[[int], Tensor] | None = None,
+                         order: Callable[[], list[int]] | None = None) -> dict[str, float]:
     """Metric sums over head and tail ranking of `triples` (as `link_prediction.evaluate`),
     with entity rows read a partition at a time (`read_partition(p)`: rows of ids
-    bounds[p]:bounds[p + 1])."""
+    bounds[p]:bounds[p + 1]), each pass in the order `order()` gives (default: by id; partitions
+    already in memory first read the fewest from disk)."""
+    passes = order or (lambda: list(range(len(bounds) - 1)))
     needed = torch.unique(torch.cat([triples[:, 0], triples[:, 2]]))
     own = torch.empty(len(needed), 0)
-    for p in range(len(bounds) - 1):  # the queries' own rows
+    for p in passes():  # the queries' own rows
         lo, hi = int(bounds[p]), int(bounds[p + 1])
         mine = (needed >= lo) & (needed < hi)
         if bool(mine.any()):
@@ -65,7 +68,7 @@ def evaluate_partitioned(model: KGEModel, relation_rows: Rows, relation_tables: 
                for corrupt_head in (True, False) for i in range(0, len(triples), batch_size)]
     candidates = [None if neg_sample_size < 0 else torch.unique(draw(neg_sample_size)) for _ in batches]
     counts = [torch.zeros(len(q.anchor), dtype=torch.int64) for _, q in batches]
-    for p in range(len(bounds) - 1):
+    for p in passes():
         lo, hi = int(bounds[p]), int(bounds[p + 1])
         shard = read_partition(p)
         for k, (_, q) in enumerate(batches):

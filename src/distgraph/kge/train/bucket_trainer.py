@@ -225,12 +225,13 @@ class BucketTrainer:
             return torch.randint(0, lay.n_entities, (size,), generator=self.eval_gen)
 
         return evaluate_partitioned(self.model, tables.rows, tables.relation_names(), tables.entities.read,
-                                    lay.bounds, share, cfg.batch_size_eval, filt, cfg.neg_sample_size_eval, draw)
+                                    lay.bounds, share, cfg.batch_size_eval, filt, cfg.neg_sample_size_eval, draw,
+                                    tables.entities.reading_order)
 
     def _refuse_nonfinite(self) -> None:
         """Refuse a table with non-finite rows (one error naming how many), as the in-memory trainer does."""
         ent = self.tables.entities
-        counts = {"entity": sum(nonfinite_rows(ent.read(p).numpy()) for p in range(ent.num_parts))}
+        counts = {"entity": sum(nonfinite_rows(ent.read(p).numpy()) for p in ent.reading_order())}
         counts.update({name: nonfinite_rows(rows.numpy()) for name, (rows, _) in self.tables.relations.items()})
         sizes = {"entity": self.layout.n_entities, **{n: len(r) for n, (r, _) in self.tables.relations.items()}}
         refuse_nonfinite(counts, sizes, "the trained model")

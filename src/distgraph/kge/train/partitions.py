@@ -189,6 +189,11 @@ class EntityPartitions:
             self.dirty.add(p)
             self.fresh.discard(p)  # (resident by `read`, it was still the initialiser's)
 
+    def reading_order(self) -> list[int]:
+        """Every partition, those in memory first: a pass over all of them in this order reads the
+        fewest from disk (and leaves the last ones it read in memory for the next pass)."""
+        return [*self.held, *(p for p in range(self.num_parts) if p not in self.held)]
+
     def read(self, p: int) -> Tensor:
         """Partition p's rows as they are now, for ranking and saving: made resident in a slot (the
         longest resident other partition written back first if it changed), so reading every
