@@ -637,9 +637,11 @@ class Bench:
             self.put(f"{t}_peak_rss_gb_runs", fmt_runs([g["peak_rss"] / 1e9 for g in gs]))
             self.put(f"{t}_peak_rss_gb_target_le_16", "met" if statistics.median(g["peak_rss"] / 1e9 for g in gs)
                      <= 16 else "missed")
-            hours = [g["wall"] / 3600 for g in gs]
+            hours = [g["train_seconds"] / 3600 for g in gs]  # the epoch itself, as `training takes` says
             self.put(f"{t}_epoch_hours_runs", fmt_runs(hours))
             self.put(f"{t}_epoch_hours_target_le_2", "met" if statistics.median(hours) <= 2 else "missed")
+            self.put(f"{t}_command_hours_runs", fmt_runs([g["wall"] / 3600 for g in gs]) + " (loading, buckets, "
+                     "the epoch and the evaluation)")
             lift = [g["mrr"] / untrained for g in gs if "mrr" in g]
             if lift:
                 self.put(f"{t}_mrr_over_untrained_runs", fmt_runs(lift))
