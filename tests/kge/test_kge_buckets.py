@@ -204,3 +204,19 @@ def test_reading_every_partition_after_training_takes_no_memory_beyond_the_slots
     parts.read(0), parts.read(1), parts.read(2)  # 4 is written back to make room
     assert torch.equal(parts.read(4)[1], after[0])
     parts.close()
+
+
+def test_buckets_are_built_from_the_triples_file_without_mapping_it(tmp_path):
+    """`kge train` builds the buckets from the loader's memory-mapped triples read as a file (a
+    mapping read whole stays resident through training): the same buckets as from the array."""
+    from distgraph.data.file_array import FileArray, unmapped
+
+    rng = np.random.default_rng(3)
+    triples = np.stack([rng.integers(0, 500, 5000), rng.integers(0, 7, 5000), rng.integers(0, 500, 5000)], 1)
+    np.save(tmp_path / "train.npy", triples.astype(np.int32))
+    mapped = np.load(tmp_path / "train.npy", mmap_mode="r")
+    assert isinstance(unmapped(mapped), FileArray) and unmapped(triples) is triples
+    read = build_buckets(unmapped(mapped), 500, 3, tmp_path / "read", chunk=777)
+    held = build_buckets(triples, 500, 3, tmp_path / "held", chunk=777)
+    assert np.array_equal(read.offsets, held.offsets)
+    assert all(np.array_equal(read.triples((i, j)), held.triples((i, j))) for i in range(3) for j in range(3))

@@ -21,6 +21,14 @@ def read_npy_header(f) -> tuple[tuple[int, ...], bool, np.dtype, int]:
     return shape, fortran, dtype, f.tell()
 
 
+def unmapped(a):
+    """A memory-mapped array (`np.memmap`) as a `FileArray` of the same rows, so one pass over them
+    leaves nothing resident in this process; any other array as it is."""
+    if isinstance(a, np.memmap) and a.filename and a.flags.c_contiguous:
+        return FileArray(a.filename, a.offset, a.dtype, a.shape)
+    return a
+
+
 class FileArray:
     """`shape` rows of `dtype` stored from byte `offset` of `path`."""
 
