@@ -71,7 +71,10 @@ class _SeedLoader:
         pool = self._sampler_pool()
         if pool is not None:
             id_map = type_map(self.collator.g)
+            pulled = get_context().client.remote_rows
             for header, arrays in pool.run(*self.collator.spec(), batches, rng_seeds):
+                for name, n in header.get("remote_rows", {}).items():  # a sampler's pulls for this trainer
+                    pulled[name] = pulled.get(name, 0) + n
                 yield self.mover.move(self.present(decode(header, arrays, id_map)))
             return
         threads = self._batch_threads()
