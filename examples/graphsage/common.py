@@ -75,10 +75,13 @@ def start(args: argparse.Namespace) -> tuple[dg.DistGraph, bool, int, torch.devi
     dg.initialize(args.ip_config, part_config=args.part_config)
     device = dg.distributed.trainer_device(args.num_gpus)
     distributed = "RANK" in os.environ and "MASTER_ADDR" in os.environ
+    backend = args.backend or dg.distributed.ddp_backend(device) if distributed else None
     if distributed:
-        tdist.init_process_group(args.backend or dg.distributed.ddp_backend(device))
-    g = dg.DistGraph(args.graph_name, part_config=args.part_config)
-    return g, distributed, tdist.get_rank() if distributed else 0, device
+        tdist.init_process_group(backend)
+    rank = tdist.get_rank() if distributed else 0
+    if rank == 0:
+        print(f"trainer 0 trains on {device}" + (f", DDP over {backend}" if distributed else ""), flush=True)
+    return dg.DistGraph(args.graph_name, part_config=args.part_config), distributed, rank, device
 
 
 def finish(distributed: bool) -> None:

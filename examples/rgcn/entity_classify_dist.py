@@ -241,8 +241,9 @@ def main() -> None:
     th.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     dgl.distributed.initialize(args.ip_config)
     device = dgl.distributed.trainer_device(args.num_gpus)
-    if not args.standalone:
-        th.distributed.init_process_group(backend=dgl.distributed.ddp_backend(device))
+    backend = None if args.standalone else dgl.distributed.ddp_backend(device)
+    if backend is not None:
+        th.distributed.init_process_group(backend=backend)
     g = dgl.distributed.DistGraph(args.graph_name, part_config=args.conf_path)
     category = args.category
     dgl.distributed.require_fields(g, ["feat", "label", "train_mask", "val_mask", "test_mask"], category, __file__)
@@ -255,6 +256,7 @@ def main() -> None:
     num_classes = int(labels.max()) + 1
     rank = g.rank()
     if rank == 0:
+        print(f"trainer 0 trains on {device}" + (f", DDP over {backend}" if backend else ""), flush=True)
         print(f"{g} ({args.dataset or args.graph_name}): {num_classes} classes; trainer 0: "
               f"{len(split['train_mask'])} training, {len(split['val_mask'])} validation {category} nodes", flush=True)
     dgl.distributed.check_train_shares(len(split["train_mask"]), args.batch_size, f"training {category} node")

@@ -1,8 +1,9 @@
 """A trainer's device and its dense model's data parallelism, as DistDGL's examples set them
 up: each trainer trains on `cuda:<local rank % num_gpus>` (`--num_gpus`; 0 or -1: the CPU),
-and DDP reduces the dense gradients over NCCL when every trainer has a GPU, over gloo
-otherwise. The graph's own traffic (sampling, features, sparse embeddings) stays on the
-runtime's connections either way.
+and DDP reduces the dense gradients over NCCL when every trainer has a GPU of its own (NCCL
+refuses two ranks on one GPU), over gloo otherwise (gloo takes CUDA tensors too). The
+graph's own traffic (sampling, features, sparse embeddings) stays on the runtime's
+connections either way.
 """
 
 from __future__ import annotations
@@ -39,10 +40,13 @@ def trainer_device(num_gpus: int) -> torch.device:
 
 def ddp_backend(device: torch.device | str) -> str:
     """The torch.distributed backend for the trainers' process group: NCCL for CUDA tensors
-    (with gloo for CPU ones) when every trainer's `device` is a GPU and torch has NCCL, else
-    gloo. Every trainer calls it, after `initialize` (it gathers their devices)."""
-    on_gpu = all(all_gather(torch.device(device).type == "cuda"))
-    return GPU_BACKEND if on_gpu and tdist.is_nccl_available() else "gloo"
+    (with gloo for CPU ones) when every trainer's `device` is a GPU no other trainer has and
+    torch has NCCL, else gloo. Every trainer calls it, after `initialize` (it gathers the
+    trainers' GPUs, by their UUIDs)."""
+    device = torch.device(device)
+    gpus = all_gather(str(torch.cuda.get_device_properties(device).uuid) if device.type == "cuda" else None)
+    own = None not in gpus and len(set(gpus)) == len(gpus)
+    return GPU_BACKEND if own and tdist.is_nccl_available() else "gloo"
 
 
 def data_parallel(model: torch.nn.Module, device: torch.device | str) -> torch.nn.parallel.DistributedDataParallel:
