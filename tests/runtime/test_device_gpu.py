@@ -85,8 +85,8 @@ def test_rgcn_example_trains_on_the_gpu_with_its_sparse_embeddings(mag_parts, tm
     assert emb["emb"].shape[1] == 16
 
 
-# the RGCN script with DGL's own sparse embeddings (without --dgl-sparse its GPU path looks up torch
-# embeddings moved to the GPU with the loader's CPU ids)
+# the RGCN script with DGL's sparse embeddings (without --dgl-sparse, its GPU path moves torch's
+# embeddings to the GPU and looks them up with the loader's CPU ids)
 GPU_CASES = [Case("v2.1.0", SAGE_NC, SAGE + " --num_gpus 1", partition=(SAGE_PART, PRODUCTS)),
              Case("v2.1.0", ENTITY, RGCN + SPARSE + " --dgl-sparse --num_gpus 1", partition=(RGCN_EXP_PART, MAG),
                   samplers=1)]
