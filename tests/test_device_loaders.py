@@ -1,4 +1,4 @@
-"""Mini-batches moved to a device (`dataloading.transfer`) through the code a GPU run takes:
+"""Mini-batches moved to a device (`distributed.transfer`) through the code a GPU run takes:
 here on torch's `meta` device, which holds shapes and no data, so a batch moved there shows
 that every one of its arrays was moved (an array left on the CPU would stay there), and on
 the CPU, where the same code copies nothing and gives the batches a plain loader gives."""
@@ -8,7 +8,7 @@ import torch
 
 import distgraph as dgl
 from distgraph.dataloading import loader as loader_module
-from distgraph.dataloading.transfer import BatchMover, map_batch
+from distgraph.distributed.transfer import BatchMover, map_batch
 from distgraph.errors import InputError
 
 META = torch.device("meta")

@@ -352,7 +352,7 @@ class Block(LocalScope):
 
     def map_arrays(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "Block":
         """A block whose every array (ids, types and data) is `fn` of this block's: how a block
-        is moved to a device, through pinned buffers or not (`dataloading.transfer`). Wrap
+        is moved to a device, through pinned buffers or not (`distributed.transfer`). Wrap
         `fn` in `once_each` to keep arrays that are one tensor here one tensor there."""
         t = self.types
         types = None if t is None else BlockTypes(t.ntypes, t.canonical_etypes, *(fn(a) for a in t.arrays()),

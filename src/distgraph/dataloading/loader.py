@@ -6,10 +6,10 @@ On a launched trainer with `--num_samplers N`, mini-batches are made by the trai
 sampler processes; otherwise in this process. Either way they are made on the CPU, then
 moved to `device` (default: the sampler's `output_device`, else the CPU) as DGL moves them:
 from pinned host buffers (`pin_prefetcher`) with `non_blocking` copies, on a stream of their
-own (`use_alternate_streams`), both by default when `device` is a GPU (`transfer`); made
-ahead, the next batches are sampled while the copies and the step run. `num_workers` and
-`queue_size` are accepted and do nothing, as in DGL, since the number of sampler processes
-is `distgraph launch --num_samplers`."""
+own (`use_alternate_streams`), both by default when `device` is a GPU
+(`distributed.transfer`); made ahead, the next batches are sampled while the copies and the
+step run. `num_workers` and `queue_size` are accepted and do nothing, as in DGL, since the
+number of sampler processes is `distgraph launch --num_samplers`."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import torch
 from ..dist_graph import DistGraph
 from ..distributed.runtime import get_context
 from ..distributed.sampler_pool import SamplerPool
+from ..distributed.transfer import BatchMover, check_device
 from ..errors import InputError
 from ..ids import as_id_tensor
 from ..sampling.remote import MAX_SEED
@@ -29,7 +30,6 @@ from .edge_prediction import EdgePredictionSampler
 from ..sampling.neighbor import homogeneous_ids, type_map
 from .neighbor_sampler import NeighborSampler, typed_batch
 from .prefetch import batch_threads, made_ahead
-from .transfer import BatchMover, check_device
 
 
 def _mover(device, sampler: NeighborSampler, pin_prefetcher: bool | None,

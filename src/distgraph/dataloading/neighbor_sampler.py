@@ -8,9 +8,9 @@ from typing import Callable
 import torch
 
 from ..block import EID, NID, Block, block_from_edges, first_occurrences, rows_in, with_types
+from ..distributed.transfer import BatchMover, check_device
 from ..errors import InputError
 from ..ids import as_id_tensor
-from .transfer import BatchMover, check_device
 
 
 def _fanout(f):

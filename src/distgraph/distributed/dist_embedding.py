@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from ..dataloading.transfer import BatchMover, check_device
+from .transfer import BatchMover, check_device
 from ..ids import as_id_tensor
 from .dist_tensor import DistTensor
 from .initializers import Initializer
