@@ -95,7 +95,7 @@ def test_neighbor_sampler_prefetches_and_full_sampler_takes_all(path):
     _, _, (b,) = masked.sample(path, torch.tensor([1, 2]))
     assert sorted(b.eids.tolist()) == [0, 2, 3] or set(b.eids.tolist()) <= {0, 2, 3}
     with pytest.raises(InputError):
-        dgl.dataloading.NeighborSampler([2], output_device="cuda")
+        dgl.dataloading.NeighborSampler([2], output_device=f"cuda:{torch.cuda.device_count()}")  # a GPU it lacks
 
 
 def test_negative_samplers(path):
@@ -147,7 +147,7 @@ def test_loaders_yield_dgl_tuples_and_apply_exclusion(sbm):
     nodes = dgl.dataloading.DataLoader(sbm, torch.arange(100), sampler, batch_size=30)
     assert isinstance(nodes, dgl.dataloading.DistNodeDataLoader) and len(nodes) == 4
     with pytest.raises(InputError):
-        dgl.dataloading.DistNodeDataLoader(sbm, torch.arange(10), sampler, device="cuda")
+        dgl.dataloading.DistNodeDataLoader(sbm, torch.arange(10), sampler, device=f"cuda:{torch.cuda.device_count()}")
     batches = list(dgl.distributed.DistDataLoader(torch.arange(10), batch_size=4, collate_fn=sum))
     assert batches == [6, 22, 17]
 

@@ -1,7 +1,8 @@
 """DGL's graph constructors under their names: `dgl.graph((src, dst))` and
 `dgl.heterograph({(src_type, rel, dst_type): (src, dst)})`, giving the project's `Graph`
 (DGL's `DGLGraph` here). `idtype` and `device` are accepted as DGL takes them: ids are int64
-and graphs live on the CPU, so int32 ids are widened and a GPU is refused."""
+and graphs live on the CPU, so int32 ids are widened and a GPU is refused (mini-batches go to
+a GPU: the loaders' `device`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def _check(idtype, device) -> None:
     if idtype not in (None, torch.int32, torch.int64):
         raise InputError(f"idtype must be torch.int32 or torch.int64 (ids are stored as int64), got {idtype!r}")
     if device is not None and torch.device(device).type != "cpu":
-        raise InputError(f"graphs are built on the CPU; device {device!r} is not available")
+        raise InputError(f"graphs are built and sampled on the CPU; device {device!r} is not available for one: "
+                         f"leave device unset and give the loader device={device!r} to train there")
 
 
 def _edges(data, what: str) -> tuple[torch.Tensor, torch.Tensor]:

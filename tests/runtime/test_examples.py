@@ -150,3 +150,18 @@ def test_a_job_without_training_nodes_stops_at_start_with_both_counts(graph, tmp
     log = re.search(r"\[launch\] their tracebacks: (.*)", job.output).group(1)
     assert "check_train_shares" in open(log).read()  # the tracebacks are kept, out of sight
     assert job.left_behind() == ([], [])
+
+
+def test_more_gpus_than_the_machine_has_stops_the_examples_in_one_line(parts, mag_parts):
+    """`--num_gpus` (RGCN: `--num-gpus`) beyond the machine's CUDA devices: an error of one line
+    naming both counts, before any training (on a machine without a GPU, any positive count)."""
+    rgcn = EXAMPLE.parents[1] / "rgcn" / "entity_classify_dist.py"
+    too_many = str(torch.cuda.device_count() + 1)
+    for argv in ([EXAMPLE, *ARGS.split(), "--part_config", parts[1], "--num_gpus", too_many],
+                 [rgcn, "--graph-name", "mag", "--conf-path", mag_parts[1], "--standalone", "--num-gpus", too_many]):
+        done = subprocess.run([sys.executable, *map(str, argv)], env=child_env(), capture_output=True, text=True,
+                              timeout=300)
+        error = done.stderr.strip().splitlines()[-1]
+        assert done.returncode == 1 and error.startswith("distgraph.errors.InputError: "), done.stderr[-2000:]
+        assert f"num_gpus is {too_many} but torch finds {int(too_many) - 1} CUDA devices" in error
+        assert "epoch" not in done.stdout.lower()

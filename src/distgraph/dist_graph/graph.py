@@ -282,7 +282,9 @@ class DistGraph:
         from ..sampling import sample_neighbors
 
         if output_device is not None and torch.device(output_device).type != "cpu":
-            raise InputError(f"sampled edges stay on the CPU; output_device {output_device!r} is not available")
+            raise InputError(f"a frontier stays on the CPU; output_device {output_device!r} is not available for it: "
+                             f"leave it unset and move the blocks (to_block(frontier).to(device)), or give a loader "
+                             f"device=")
         return sample_neighbors(self, seed_nodes, fanout, edge_dir, prob, replace, exclude_edges=exclude_edges)
 
     def edge_subgraph(self, edges, relabel_nodes: bool = True, store_ids: bool = True):
