@@ -18,13 +18,13 @@ from ..errors import InputError
 
 
 def coalesce(ids: torch.Tensor, grads: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unique sorted ids and the sum of the gradient rows of each."""
+    """Unique sorted ids and the sum of the gradient rows of each (on the device of both)."""
     uniq, inverse = torch.unique(ids, sorted=True, return_inverse=True)
     if uniq.numel() == ids.numel():  # no repeats: reorder with a gather (faster than a scatter)
         order = torch.empty_like(inverse)
-        order[inverse] = torch.arange(inverse.numel())
+        order[inverse] = torch.arange(inverse.numel(), device=inverse.device)
         return uniq, grads.index_select(0, order)
-    return uniq, torch.zeros((uniq.numel(), *grads.shape[1:]), dtype=grads.dtype).index_add_(0, inverse, grads)
+    return uniq, grads.new_zeros((uniq.numel(), *grads.shape[1:])).index_add_(0, inverse, grads)
 
 
 class SparseOptimizer(abc.ABC):
