@@ -29,7 +29,8 @@ from typing import TextIO
 
 from ..errors import DistGraphError, InputError
 from ..launch.ssh import SshOptions
-from .config import EvalConfig, TrainConfig, check_model, gpu_ids, inert_flags, table_widths, with_gpus
+from .config import (GPU_TYPE_ENV, EvalConfig, TrainConfig, check_model, gpu_ids, inert_flags, table_widths,
+                     with_gpus)
 from .data.formats import KGData
 from .data.partition import partition_folder, partition_kg
 from .prepare import prepare_eval, prepare_train
@@ -90,7 +91,6 @@ def _launch(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, workspa
             ip_config: str, trainers: int, ssh: SshOptions = SshOptions()) -> None:
     """Run the trainers as a job of the launcher; an error if one of them fails."""
     from ..launch import LaunchOptions, make_plan, run
-    from .train.device import GPU_TYPE_ENV
 
     envs = [f"{JOB_ENV}={job_env(cfg, None if save_dir is None else str(save_dir))}"]
     envs += [f"{GPU_TYPE_ENV}={os.environ[GPU_TYPE_ENV]}"] if GPU_TYPE_ENV in os.environ else []

@@ -15,9 +15,8 @@ import torch
 from torch import Tensor
 
 from ...errors import InputError
-from ..config import gpu_ids
+from ..config import GPU_TYPE_ENV, gpu_ids
 
-GPU_TYPE_ENV = "DISTGRAPH_KGE_GPU_TYPE"
 _RESIDENT_SHARE = 0.5  # of the device's free memory a table copied there for ranking may take
 
 
