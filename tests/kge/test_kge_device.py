@@ -45,7 +45,8 @@ def _tables(res) -> dict[str, np.ndarray]:
     return load_model(res.save_dir).tables
 
 
-def test_gpu_ids_follow_dglke_rules():
+def test_gpu_ids_follow_dglke_rules(monkeypatch):
+    monkeypatch.delenv(GPU_TYPE_ENV, raising=False)
     assert with_gpus(TrainConfig(gpu=[0, 1])).num_proc == 2  # one process per GPU at least
     assert with_gpus(TrainConfig(gpu=[0, 1], num_proc=4)).num_proc == 4
     assert with_gpus(TrainConfig(gpu=[3], num_proc=3)).num_proc == 3  # all on the one GPU
@@ -58,6 +59,15 @@ def test_gpu_ids_follow_dglke_rules():
             check_gpu(gpu)
     assert [str(device_of([2, 5], rank)) for rank in range(4)] == ["cuda:2", "cuda:5", "cuda:2", "cuda:5"]
     assert str(device_of(None, 1)) == str(device_of([-1], 0)) == "cpu"
+
+
+def test_the_device_type_of_gpu_ids(monkeypatch):
+    monkeypatch.setenv(GPU_TYPE_ENV, "cpu")
+    assert [str(device_of([0, 1], rank)) for rank in range(3)] == ["cpu:0", "cpu:1", "cpu:0"]
+    check_gpus([0, 7])  # CPU devices: nothing to look for
+    monkeypatch.setenv(GPU_TYPE_ENV, "mps")
+    with pytest.raises(InputError, match="^DISTGRAPH_KGE_GPU_TYPE='mps': --gpu ids name cuda devices"):
+        device_of([0], 0)
 
 
 def test_flags_that_change_nothing_on_a_device_are_said():

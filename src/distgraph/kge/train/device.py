@@ -21,8 +21,12 @@ _RESIDENT_SHARE = 0.5  # of the device's free memory a table copied there for ra
 
 
 def gpu_type() -> str:
-    """The device type `--gpu` ids name: `cuda` unless DISTGRAPH_KGE_GPU_TYPE says otherwise."""
-    return os.environ.get(GPU_TYPE_ENV, "cuda")
+    """The device type `--gpu` ids name: `cuda` unless DISTGRAPH_KGE_GPU_TYPE says `cpu`."""
+    kind = os.environ.get(GPU_TYPE_ENV, "cuda")
+    if kind not in ("cuda", "cpu"):
+        raise InputError(f"{GPU_TYPE_ENV}={kind!r}: --gpu ids name cuda devices, or cpu ones to run the GPU path on "
+                         f"CPUs; set it to cuda or cpu, or unset it")
+    return kind
 
 
 def device_of(gpu: list[int] | None, local_rank: int) -> torch.device:
