@@ -89,8 +89,8 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     a("--force_sync_interval", type=int, default=d["force_sync_interval"],
       help="the processes wait for each other every N steps (-1: never)")
     a("--rel_part", action="store_true", help="each process trains on whole relations (balanced by triples)")
-    a("--async_update", action="store_true", help="accepted for DGL-KE's command lines: updates are asynchronous "
-                                                  "already (each process applies its own, Hogwild)")
+    a("--async_update", action="store_true", help="apply each step's sparse updates in a thread while the next step "
+                                                  "computes (its rows may miss them)")
     a("--has_edge_importance", action="store_true", help="the training file's 4th column weighs each triple")
     a("--global_neg_share", type=float, default=d["global_neg_share"],
       help="distributed training: the share of each chunk's negatives drawn from all entities (one draw per "
@@ -104,14 +104,11 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     b.add_argument("--bucket_dir", default=d["bucket_dir"],
                    help="folder of the buckets and partition files (default: CHECKPOINT_DIR/buckets, or a "
                         "temporary folder in --save_path)")
-    _add_device_args(p)
-
-
-def _add_device_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", type=int, nargs="+", default=None,
-                   help="-1 (DGL-KE's default: the CPU) only; distgraph computes on CPUs")
+                   help="GPU ids: one training process per id at least (--num_proc a multiple of their number), "
+                        "each on its GPU; -1 (the default): the CPU")
     p.add_argument("--mix_cpu_gpu", action="store_true",
-                   help="accepted: the embeddings are in CPU memory (as always here), computing is on CPUs")
+                   help="keep the embeddings in CPU memory and compute on the GPU (several processes always do)")
 
 
 def register(subparsers) -> None:
@@ -120,7 +117,7 @@ def register(subparsers) -> None:
                                 description="Knowledge-graph embeddings: DGL-KE's models and flags.")
     sub = kge.add_subparsers(dest="kge_command", required=True, metavar="COMMAND")
     train = sub.add_parser("train", help="train embeddings (dglke_train)",
-                           description="Train knowledge-graph embeddings with Hogwild processes.")
+                           description="Train knowledge-graph embeddings with Hogwild processes, on CPUs or GPUs.")
     _add_train_args(train)
     train.set_defaults(func=train_command)
     ev = sub.add_parser("eval", help="filtered ranking of a saved model (dglke_eval)",
@@ -135,7 +132,10 @@ def register(subparsers) -> None:
     ev.add_argument("-de", "--double_ent", action="store_true", help="must be the saved model's")
     ev.add_argument("-dr", "--double_rel", action="store_true", help="must be the saved model's")
     ev.add_argument("--seed", type=int, default=0, help="seed of --eval_percent and sampled candidates")
-    _add_device_args(ev)
+    ev.add_argument("--gpu", type=int, nargs="+", default=None,
+                    help="rank on this GPU (the first id of a list); -1 (the default): the CPU")
+    ev.add_argument("--mix_cpu_gpu", action="store_true",
+                    help="keep the entity table in CPU memory: its blocks travel to the GPU as they are ranked")
     ev.set_defaults(func=eval_command)
     part = sub.add_parser("partition", help="partition a knowledge graph for dist-train (dglke_partition)",
                           description="Partition a knowledge graph's entities (METIS balanced by triples, or "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 
 from ..errors import InputError
 
@@ -12,6 +12,8 @@ MODEL_ALIASES = {"TransE": "TransE_l2"}
 # entity dim = relation dim x ratio (None: any), and even dims (halves) for the models that need them
 _DIM_RATIO: dict[str, int | None] = {"RotatE": 2, "TransR": None}
 _EVEN_DIMS = ("ComplEx", "SimplE")
+# the device type `--gpu` ids name (`cuda` when unset): `cpu` runs the GPU path on CPUs (kge.train.device)
+GPU_TYPE_ENV = "DISTGRAPH_KGE_GPU_TYPE"
 # DGL-KE's --loss_genre values; --pairwise takes the first two only
 LOSS_GENRES = ("Logsigmoid", "Hinge", "Logistic", "BCE")
 PAIRWISE_GENRES = ("Hinge", "Logistic")
@@ -109,7 +111,7 @@ class TrainConfig:
         _positive(self, "max_step", "batch_size", "batch_size_eval", "neg_sample_size", "log_interval",
                   "eval_interval", "num_proc", "num_thread", "hidden_dim", "checkpoint_interval")
         check_eval(self)
-        check_cpu(self.gpu)
+        check_gpu(self.gpu)
         check_model(self.model_name, self.hidden_dim, self.double_ent, self.double_rel)
         if self.loss_genre not in LOSS_GENRES:
             raise InputError(f"unknown --loss_genre {self.loss_genre!r}: choose one of {', '.join(LOSS_GENRES)}")
@@ -171,7 +173,7 @@ class EvalConfig:
         """Reject settings that cannot run, naming the flag."""
         _positive(self, "batch_size_eval", "num_proc", "num_thread")
         check_eval(self)
-        check_cpu(self.gpu)
+        check_gpu(self.gpu)
         return self
 
 
@@ -179,13 +181,15 @@ def inert_flags(cfg: TrainConfig, processes: int) -> list[str]:
     """A line for each flag given that changes nothing here (DGL-KE's flags are all accepted),
     so a user reading the log can tell: `processes` is the number of trainers that will run."""
     out = []
-    if cfg.async_update:
-        out.append("--async_update changes nothing: each process already applies its own updates as it goes "
-                   "(Hogwild), without waiting for the others")
-    if cfg.mix_cpu_gpu:
-        out.append("--mix_cpu_gpu changes nothing: the embeddings are in CPU memory and the computing is on CPUs")
-    if cfg.gpu:
-        out.append("--gpu -1 changes nothing: it is DGL-KE's CPU setting, distgraph's only one")
+    gpus = gpu_ids(cfg.gpu)
+    if cfg.mix_cpu_gpu and not gpus:
+        out.append("--mix_cpu_gpu changes nothing without a GPU id in --gpu: the embeddings are in CPU memory and "
+                   "the computing is on CPUs")
+    elif cfg.mix_cpu_gpu and processes > 1:
+        out.append(f"--mix_cpu_gpu changes nothing with {processes} training processes: they share the embeddings "
+                   f"in CPU memory anyway, each scoring on its GPU")
+    if cfg.gpu and not gpus:
+        out.append("--gpu -1 changes nothing: it is DGL-KE's CPU setting, the default")
     if processes == 1 and cfg.rel_part:
         out.append("--rel_part changes nothing with one training process (it shares relations out among several)")
     if processes == 1 and cfg.force_sync_interval > 0:
@@ -193,14 +197,36 @@ def inert_flags(cfg: TrainConfig, processes: int) -> list[str]:
     return [f"note: {line}" for line in out]
 
 
-def check_cpu(gpu: list[int] | None) -> None:
-    """DGL-KE's `--gpu -1` (its default) means the CPU, which is where distgraph computes;
-    `--mix_cpu_gpu` keeps the embeddings in CPU memory, as they always are here. A GPU id
-    cannot be honoured."""
-    if gpu and any(g >= 0 for g in gpu):
-        raise InputError(f"--gpu {' '.join(map(str, gpu))} asks for a GPU, and distgraph computes knowledge-graph "
-                         f"embeddings on CPUs: drop --gpu or pass --gpu -1 (--num_proc and --num_thread set the CPU "
-                         f"parallelism)")
+def gpu_ids(gpu: list[int] | None) -> list[int]:
+    """The GPU ids of a `--gpu` list: none for DGL-KE's `--gpu -1` (the CPU) or no flag."""
+    return [g for g in gpu or () if g >= 0]
+
+
+def check_gpu(gpu: list[int] | None) -> None:
+    """`--gpu` is DGL-KE's `-1` (the CPU) or a list of distinct GPU ids; whether those GPUs exist
+    is checked where torch runs (`kge.train.device.check_gpus`)."""
+    if not gpu:
+        return
+    shown = " ".join(map(str, gpu))
+    if any(g < -1 for g in gpu):
+        raise InputError(f"--gpu {shown}: a GPU id is 0 or more (-1 means the CPU)")
+    if -1 in gpu and len(gpu) > 1:
+        raise InputError(f"--gpu {shown} mixes -1 (the CPU) with GPU ids: pass the GPU ids alone, or -1 alone")
+    if len(set(gpu)) != len(gpu):
+        raise InputError(f"--gpu {shown} names a GPU twice: list each GPU once (--num_proc puts several processes "
+                         f"on each)")
+
+
+def with_gpus(cfg: TrainConfig, flag: str = "--num_proc") -> TrainConfig:
+    """DGL-KE's rule for `--gpu` ids: at least one training process per GPU (--num_proc, or the
+    `flag` that sets it, is raised to their number), and the same number of processes on each GPU."""
+    gpus = gpu_ids(cfg.gpu)
+    if len(gpus) < 2:
+        return cfg
+    if cfg.num_proc > len(gpus) and cfg.num_proc % len(gpus):
+        raise InputError(f"{flag} {cfg.num_proc} does not share out evenly over the {len(gpus)} GPUs of --gpu "
+                         f"{' '.join(map(str, gpus))}: use a multiple of {len(gpus)} processes")
+    return replace(cfg, num_proc=max(cfg.num_proc, len(gpus)))
 
 
 def check_eval(cfg) -> None:

@@ -11,12 +11,14 @@ saves the model. `kge eval` ranks a saved model's test triples in this process, 
 same ranking code and the whole table as one shard.
 
 Everything is checked (`kge.prepare`) before torch is imported or a process starts; a job
-of several processes never imports torch here at all, only its processes do.
+of several processes never imports torch here at all, only its processes do (except to check
+that the GPUs of --gpu exist, before they start).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -27,7 +29,8 @@ from typing import TextIO
 
 from ..errors import DistGraphError, InputError
 from ..launch.ssh import SshOptions
-from .config import EvalConfig, TrainConfig, check_model, inert_flags, table_widths
+from .config import (GPU_TYPE_ENV, EvalConfig, TrainConfig, check_model, gpu_ids, inert_flags, table_widths,
+                     with_gpus)
 from .data.formats import KGData
 from .data.partition import partition_folder, partition_kg
 from .prepare import prepare_eval, prepare_train
@@ -89,21 +92,23 @@ def _launch(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, workspa
     """Run the trainers as a job of the launcher; an error if one of them fails."""
     from ..launch import LaunchOptions, make_plan, run
 
+    envs = [f"{JOB_ENV}={job_env(cfg, None if save_dir is None else str(save_dir))}"]
+    envs += [f"{GPU_TYPE_ENV}={os.environ[GPU_TYPE_ENV]}"] if GPU_TYPE_ENV in os.environ else []
     opts = LaunchOptions(workspace=workspace, command=f"{sys.executable} -m distgraph.kge.train.worker",
                          part_config=part_config, ip_config=ip_config, num_trainers=trainers,
-                         num_omp_threads=cfg.num_thread, ssh=ssh,
-                         extra_envs=[f"{JOB_ENV}={job_env(cfg, None if save_dir is None else str(save_dir))}"])
+                         num_omp_threads=cfg.num_thread, ssh=ssh, extra_envs=envs)
     code = run(make_plan(opts), opts.ssh, _relay(reporter))
     if code:
         raise DistGraphError(f"KGE training stopped (exit code {code}); the messages above say why")
 
 
 def train_kge(cfg: TrainConfig, out: TextIO | None = None) -> RunResult:
-    """Train with `cfg.num_proc` processes on this machine (fewer if the triples are fewer),
-    or bucket by bucket with the entity table on disk (--num_entity_partitions, --memory_budget),
-    save, and evaluate as the flags ask."""
+    """Train with `cfg.num_proc` processes on this machine (fewer if the triples are fewer; at
+    least one per GPU of --gpu), or bucket by bucket with the entity table on disk
+    (--num_entity_partitions, --memory_budget), save, and evaluate as the flags ask."""
     t0 = time.perf_counter()
-    cfg, data = prepare_train(cfg)
+    cfg.check()
+    cfg, data = prepare_train(with_gpus(cfg))
     reporter = Reporter(cfg.num_proc, cfg.max_step, out=out, began=t0)
     reporter.write(_describe(data, time.perf_counter() - t0))
     for line in inert_flags(cfg, cfg.num_proc):
@@ -112,6 +117,10 @@ def train_kge(cfg: TrainConfig, out: TextIO | None = None) -> RunResult:
     choice = partitions_for(cfg, data)
     if cfg.num_entity_partitions > 1 or cfg.memory_budget is not None:
         reporter.write(choice.why)
+    if gpu_ids(cfg.gpu):
+        from .train.device import check_gpus
+
+        check_gpus(cfg.gpu)
     if choice.num_parts > 1:
         try:
             _train_buckets(cfg, data, choice.num_parts, save_dir, reporter)
@@ -150,6 +159,12 @@ def partitions_for(cfg: TrainConfig, data: KGData) -> PartitionChoice:
     if choice.num_parts > 1 and cfg.num_proc > 1:
         raise InputError(f"bucket training (the entity table on disk, P = {choice.num_parts}) runs in one process: "
                          f"drop --num_proc {cfg.num_proc} and give the cores to it with --num_thread")
+    if choice.num_parts > 1 and gpu_ids(cfg.gpu):
+        raise InputError(f"bucket training (the entity table on disk, P = {choice.num_parts}) runs on the CPU: drop "
+                         f"--gpu, or train with the table in memory (no --num_entity_partitions or --memory_budget)")
+    if choice.num_parts > 1 and cfg.async_update:
+        raise InputError(f"bucket training (the entity table on disk, P = {choice.num_parts}) applies each step's "
+                         f"updates before the next: drop --async_update")
     return choice
 
 
@@ -225,8 +240,8 @@ def dist_train_kge(cfg: TrainConfig, opts: DistOptions, out: TextIO | None = Non
     from ..cluster.ip_config import parse_ip_config
 
     t0 = time.perf_counter()
-    cfg = replace(cfg, num_proc=opts.num_client_proc)
-    cfg.check()
+    cfg = with_gpus(replace(cfg, num_proc=opts.num_client_proc).check(), "--num_client_proc")
+    opts = replace(opts, num_client_proc=cfg.num_proc)
     part_config = opts.part_config or str(partition_folder(cfg.data_path, cfg.dataset) / f"{cfg.dataset}.json")
     machines = parse_ip_config(opts.ip_config)
     reporter = Reporter(len(machines) * opts.num_client_proc, cfg.max_step, out=out, began=t0)

@@ -132,12 +132,13 @@ def adam(weight: torch.Tensor, m: torch.Tensor, v: torch.Tensor, steps: torch.Te
 def row_adagrad(weight: torch.Tensor, state: torch.Tensor, rows: torch.Tensor, grad: torch.Tensor,
                 lr: float) -> None:
     """DGL-KE's row-wise Adagrad, in place: state[r] += mean(g²); weight[r] -= lr · g / (√state[r] + 1e-10).
-    One float32 accumulator per row (`state` is 1-D), so the state costs 4 bytes a row."""
+    One float32 accumulator per row (`state` is 1-D), so the state costs 4 bytes a row. Tensors
+    on a GPU are updated by torch (the C kernel reads CPU memory)."""
     grad = grad.contiguous()
     lib = c_kernels()
     if not rows.numel():
         return
-    if lib is None:
+    if lib is None or weight.device.type != "cpu":
         g = _rows(grad).double()
         total = state.index_select(0, rows).double() + g.square().mean(1)
         state.index_copy_(0, rows, total.float())

@@ -5,7 +5,8 @@ triples filtered out unless --no_eval_filter; MRR, MR and HITS@1/3/10 (`metrics`
 Where the counting happens is the caller's: a trainer asks its own machine's shard and the
 other machines' servers (`ranking`); `kge eval` (`rank_saved`) counts on the whole table of a
 saved model as one shard, in its process; both come here for the queries, the candidates and
-the metrics.
+the metrics. The queries are scored on the device their rows come on (`rows`), and so is this
+process's shard (`ranking.shard_counts`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..data.formats import KGData
 from ..models import KGEModel, create_model
 from ..saved_model import SavedModel
 from .metrics import metric_sums
+from ..train.device import check_gpus, device_of, resident, to_device, to_host, use_device
 from .ranking import Queries, TripleFilter, ranks, shard_counts
 
 Rows = Callable[[str, Tensor], Tensor]  # (table, ids) -> rows
@@ -60,16 +62,22 @@ def evaluate(model: KGEModel, rows: Rows, count: Count, relation_tables: list[st
             q = queries(model, rows, relation_tables, triples[i:i + batch_size], corrupt_head)
             candidates = None if neg_sample_size < 0 else torch.unique(draw(neg_sample_size))
             total = n_entities if candidates is None else len(candidates)
-            out.append(ranks(count(q, candidates), q.target, total))
+            out.append(ranks(count(q, candidates), to_host(q.target), total))
     return metric_sums(torch.cat(out) if out else torch.empty(0))
 
 
 def rank_saved(cfg: EvalConfig, saved: SavedModel, data: KGData) -> dict[str, float]:
     """`kge eval`'s metric sums of a saved model on its dataset's test triples, both checked
-    (`prepare.prepare_eval`), as `cfg` asks, on --num_proc x --num_thread torch threads (restored after)."""
+    (`prepare.prepare_eval`), as `cfg` asks, on --num_proc x --num_thread torch threads (restored after),
+    scored on the first GPU of --gpu if any (the entity table copied there when it fits, unless
+    --mix_cpu_gpu keeps it in CPU memory: then its blocks travel)."""
     t = saved.cfg
     model = create_model(t.model_name, t.hidden_dim, t.gamma, t.double_ent, t.double_rel)
+    check_gpus(cfg.gpu)
+    device = device_of(cfg.gpu, 0)
+    use_device(device)
     tables = {name: torch.from_numpy(rows) for name, rows in saved.tables.items()}
+    entity = tables["entity"] if cfg.mix_cpu_gpu else resident(tables["entity"], device)
     known = torch.from_numpy(np.concatenate([a for a in (data.train, data.valid, data.test) if a is not None]))
     filt = None if cfg.no_eval_filter else TripleFilter.build(data.n_relations, known)
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -84,8 +92,8 @@ def rank_saved(cfg: EvalConfig, saved: SavedModel, data: KGData) -> dict[str, fl
     threads = torch.get_num_threads()
     torch.set_num_threads(cfg.num_proc * cfg.num_thread)
     try:
-        return evaluate(model, lambda name, ids: tables[name][ids],
-                        lambda q, cand: shard_counts(model, q, tables["entity"], 0, filt, cand),
+        return evaluate(model, lambda name, ids: to_device(tables[name][ids], device),
+                        lambda q, cand: shard_counts(model, q, entity, 0, filt, cand),
                         [n for n in tables if n != "entity"],
                         eval_share(torch.from_numpy(data.test), cfg.eval_percent, 0, 1, cfg.seed), data.n_entities,
                         cfg.batch_size_eval, cfg.neg_sample_size_eval, draw)

@@ -27,6 +27,7 @@ from ...partition.layout import PartitionConfig
 from ...rpc.wire import WireError
 from ..models import KGEModel, create_model
 from ..saved_model import check_finite
+from ..train.device import to_device, to_host
 
 # Candidates scored at once: at most _MAX_BLOCK (a block of 4096 x 200 floats stays in cache
 # for its matmul), fewer when a model's (batch x block x dim) temporaries would pass 64 MB.
@@ -102,6 +103,11 @@ class Queries:
     rel_rows: tuple[Tensor, ...]  # per relation table, (b, width)
     corrupt_head: bool
 
+    def to(self, device: torch.device) -> "Queries":
+        """These queries with their scores and rows on `device` (ids stay on the CPU)."""
+        return Queries(self.anchor, self.rel, self.true, self.target.to(device), self.anchor_rows.to(device),
+                       tuple(x.to(device) for x in self.rel_rows), self.corrupt_head)
+
 
 def model_spec(model: KGEModel) -> dict:
     """What a server needs to score like `model` (it has no trained state of its own)."""
@@ -121,15 +127,17 @@ def model_from_spec(spec: dict) -> KGEModel:
 def shard_counts(model: KGEModel, q: Queries, shard: Tensor, first: int, filt: TripleFilter | None,
                  candidates: Tensor | None = None) -> Tensor:
     """For each query, how many of this shard's candidates (rows `shard`, global ids from
-    `first`; or only the global ids `candidates`) other than the filtered ones score >= its target."""
+    `first`; or only the global ids `candidates`) other than the filtered ones score >= its target.
+    Scored on the device of the queries' rows, a block of `shard` moved there at a time (ids and
+    the filter stay on the CPU); the counts are returned on the CPU."""
     total = len(shard) if candidates is None else len(candidates)
     if candidates is not None and len(candidates) and (int(candidates.min()) < first or
                                                        int(candidates.max()) >= first + len(shard)):
         raise InputError(f"candidate ids must lie in this shard's rows [{first}, {first + len(shard)})")
-    b = len(q.anchor)
-    counts = torch.zeros(b, dtype=torch.int64)
+    b, device = len(q.anchor), q.target.device
+    counts = torch.zeros(b, dtype=torch.int64, device=device)
     if not total or not b:
-        return counts
+        return to_host(counts)
     if filt is not None:
         rows, cols = filt.known(q.anchor, q.rel, q.corrupt_head)
     else:
@@ -139,25 +147,30 @@ def shard_counts(model: KGEModel, q: Queries, shard: Tensor, first: int, filt: T
     target = q.target.unsqueeze(1)
     width = max(model.entity_dim, model.relation_dim) if model.pairwise_temporaries else 1
     block = max(1, min(_MAX_BLOCK, _BLOCK_ELEMENTS // (b * width)))
+    finite = torch.ones((), dtype=torch.bool, device=device)
     for start in range(0, total, block):  # (the ids of a block at a time: memory bounded whatever the shard's size)
         block_ids = torch.arange(first + start, first + min(start + block, total)) if candidates is None else \
             candidates[start:start + block]
-        cand = (shard[start:start + block] if candidates is None else shard[block_ids - first]).unsqueeze(0)
+        cand = shard[start:start + block] if candidates is None else \
+            shard.index_select(0, (block_ids - first).to(shard.device))
+        cand = to_device(cand, device).unsqueeze(0)
         scores = (model.heads(cand, rel, known) if q.corrupt_head else model.tails(known, rel, cand))[0]
-        if not bool(torch.isfinite(scores).all()):  # (a pass over the scores, not over the rows)
-            check_finite({"entity": shard.numpy()}, f"ranking against entities {first:,} to {first + len(shard) - 1:,}")
+        finite &= torch.isfinite(scores).all()  # (a pass over the scores, not over the rows; read once at the end)
         lo, hi = int(block_ids[0]), int(block_ids[-1]) + 1
         inside = (cols >= lo) & (cols < hi)
         if candidates is None:
-            scores[rows[inside], cols[inside] - lo] = float("-inf")
+            scores[to_device(rows[inside], device), to_device(cols[inside] - lo, device)] = float("-inf")
         elif bool(inside.any()):  # sampled candidates: drop those that form a known triple
             pos = torch.searchsorted(block_ids.sort().values, cols[inside])
             order = torch.argsort(block_ids)
             pos = pos.clamp_max_(len(block_ids) - 1)
             hit = block_ids[order[pos]] == cols[inside]
-            scores[rows[inside][hit], order[pos][hit]] = float("-inf")
+            scores[to_device(rows[inside][hit], device), to_device(order[pos][hit], device)] = float("-inf")
         counts += (scores >= target).sum(1)
-    return counts
+    if not bool(finite):
+        check_finite({"entity": to_host(shard).numpy()},
+                     f"ranking against entities {first:,} to {first + len(shard) - 1:,}")
+    return to_host(counts)
 
 
 def ranks(counts: Tensor, target: Tensor, num_candidates: int) -> Tensor:

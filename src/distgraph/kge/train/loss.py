@@ -42,7 +42,7 @@ def kge_loss(pos: Tensor, neg: Tensor, adversarial: bool = False, temperature: f
         per_pos = _mean_over_negatives(per_pair, mask)
         if importance is not None:
             per_pos = per_pos * importance.view(per_pos.shape)
-        nan = torch.full((), float("nan"))
+        nan = pos.new_full((), float("nan"))
         return per_pos.mean(), nan, nan
     neg_losses = loss_of(neg, False)
     if adversarial:

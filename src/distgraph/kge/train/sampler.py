@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from ...errors import InputError
+from .device import to_device
 
 
 @dataclass
@@ -34,6 +35,12 @@ class Batch:
     def num_chunks(self) -> int:
         """Number of chunks; each shares one row of `neg`."""
         return self.neg.shape[0]
+
+    def to(self, device: torch.device) -> Batch:
+        """This batch with its tensors on `device` (the same tensors on the CPU)."""
+        move = lambda x: None if x is None else to_device(x, device)  # noqa: E731
+        return Batch(move(self.h), move(self.r), move(self.t), move(self.neg), self.corrupt_head,
+                     move(self.neg_mask), move(self.importance))
 
 
 def chunk_layout(batch_size: int, neg_sample_size: int, num_triples: int) -> tuple[int, int]:

@@ -16,6 +16,7 @@ from ...errors import DistGraphError
 from ...optim.row_adagrad import run_each
 from ..config import TrainConfig
 from ..models import KGEModel
+from .device import to_host
 from .loss import add_regularization_grad, kge_loss
 from .sampler import Batch
 
@@ -47,9 +48,10 @@ def batch_rows(tables: Tables, batch: Batch) -> list[tuple[str, Tensor]]:
 
 def train_step(model: KGEModel, tables: Tables, batch: Batch, wanted: list[tuple[str, Tensor]],
                rows: list[Tensor], cfg: TrainConfig) -> tuple[Tensor, Callable[[], None]]:
-    """Forward and backward of one batch on the `rows` it `wanted` (`batch_rows`); sends the
-    updates of other machines' rows. Returns the values of STATS as a tensor, and the update
-    of the rows in this process's memory (run it before they are read again)."""
+    """Forward and backward of one batch on the `rows` it `wanted` (`batch_rows`), on the device
+    of the rows (and of the batch's mask and weights); sends the updates of other machines'
+    rows. Returns the values of STATS as a CPU tensor, and the update of the rows in this
+    process's memory (run it before they are read again)."""
     n = len(batch.h)
     chunks = batch.num_chunks
     k = n // chunks
@@ -66,13 +68,13 @@ def train_step(model: KGEModel, tables: Tables, batch: Batch, wanted: list[tuple
     loss, pos_loss, neg_loss = kge_loss(pos, neg_scores, cfg.neg_adversarial_sampling, cfg.adversarial_temperature,
                                         batch.neg_mask, batch.importance, cfg.loss_genre, cfg.margin, cfg.pairwise)
     loss.backward()
-    reg = torch.zeros(())
+    reg = ent.new_zeros(())
     if cfg.regularization_coef > 0 and cfg.regularization_norm > 0:
         with torch.no_grad():
             reg = (add_regularization_grad(ent, ent.grad, cfg.regularization_coef, cfg.regularization_norm)
                    + add_regularization_grad(rels[0], rels[0].grad, cfg.regularization_coef, cfg.regularization_norm))
     local = [tables.start_update(name, ids, x.grad) for (name, ids), x in zip(wanted, (ent, *rels))]
-    stats = torch.stack([loss + reg, pos_loss, neg_loss, reg, pos.mean(), neg_scores.mean()]).detach()
+    stats = to_host(torch.stack([loss + reg, pos_loss, neg_loss, reg, pos.mean(), neg_scores.mean()]).detach())
     return stats, partial(run_each, local)
 
 

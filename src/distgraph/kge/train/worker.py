@@ -5,10 +5,13 @@ machines of ip_config) alike.
 A trainer trains on its share of its machine's triples (the in-edges of the machine's
 entities in the KG partition: `kge.data.partition`), draws negatives from its machine's own
 entities (and a share from all entities), reads and updates rows through `KGETables` (rows of
-its machine in place, the others through their servers), ranks its share of the valid and test
-triples where the entity rows live (`kge.evaluate.ranking`), and reports what the parent prints
-as events: one JSON list per line on standard output (`report`), or straight to a callable
-in-process. Trainer 0 saves the embeddings in `kge train`'s layout, in the entities' original ids.
+its machine in place, the others through their servers), computes on its device (`device`:
+the CPU, or its GPU of --gpu, with the rows it alone trains kept there: `placement`), applies
+its updates at once or, with --async_update, in a thread while it computes the next step
+(`updates`), ranks its share of the valid and test triples where the entity rows live
+(`kge.evaluate.ranking`, scored on its device), and reports what the parent prints as events:
+one JSON list per line on standard output (`report`), or straight to a callable in-process.
+Trainer 0 saves the embeddings in `kge train`'s layout, in the entities' original ids.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ if __name__ == "__main__":  # a launched trainer: no collection while torch and 
 
 import json
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -31,20 +35,22 @@ from ...distributed import exit_client, get_context, initialize
 from ...distributed.checkpoint import CheckpointDir
 from ...distributed.runtime import all_gather, barrier
 from ...errors import DistGraphError, InputError
-from ...kvstore.client import PendingPull
 from ...malloc import keep_freed_memory, release_freed_memory
 from ...partition import load_partition
 from ...partition.layout import PartitionConfig
-from ..config import TrainConfig, field_defaults
+from ..config import TrainConfig, field_defaults, gpu_ids
 from ..data.formats import read_dict
 from ..evaluate.link_prediction import eval_share, evaluate
 from ..evaluate.ranking import Queries, ShardRanker, model_spec
 from ..models import create_model
 from ..saved_model import RowBlocks, nonfinite_rows, refuse_nonfinite, save_model
+from .device import check_gpus, device_of, resident, to_device, use_device
+from .placement import DeviceTables, PendingRows
 from .report import emit_line, read_job
 from .sampler import Batch, ChunkSampler
 from .steps import MUST_MATCH, Emit, StepLog, batch_rows, train_step
 from .tables import KGETables
+from .updates import Updates
 
 BLOCK_BYTES = 16 << 20  # rows of a table read at once when checking and saving it: a bounded share of any table
 
@@ -84,6 +90,9 @@ class Trainer:
         self.tables = KGETables(self.model, self.n_entities, self.n_relations, cfg.seed, cfg.lr)
         self.lo, self.hi = ctx.book.node_range(ctx.machine_id, "_N")
         self.per_machine = ctx.num_trainers // ctx.num_machines
+        check_gpus(cfg.gpu)
+        self.device = device_of(cfg.gpu, ctx.rank % self.per_machine)
+        use_device(self.device)
         self._ranker: ShardRanker | None = None
 
     # ----------------------------------------------------------------- data
@@ -123,8 +132,9 @@ class Trainer:
         return eval_share(triples, self.cfg.eval_percent, self.ctx.rank, self.ctx.num_trainers, self.cfg.seed)
 
     # -------------------------------------------------------------- ranking
-    def _count(self, q: Queries, candidates: Tensor | None) -> Tensor:
-        """Candidates scoring at least the target, over every machine's shard."""
+    def _count(self, shard: Tensor, q: Queries, candidates: Tensor | None) -> Tensor:
+        """Candidates scoring at least the target, over every machine's shard (this machine's:
+        `shard`, its rows, scored on this trainer's device)."""
         ctx, h = self.ctx, self.tables.tables["entity"]._handle
         if self._ranker is None:
             part = self.pcfg.part(ctx.machine_id)
@@ -133,8 +143,9 @@ class Trainer:
         use_filter = not self.cfg.no_eval_filter
         header = {"op": "kge_rank", "model": model_spec(self.model), "corrupt_head": q.corrupt_head,
                   "filter": use_filter, "table": h.name}
-        base = [q.anchor, q.rel, q.true, q.target.contiguous(), q.anchor_rows.contiguous(),
-                *(x.contiguous() for x in q.rel_rows)]
+        sent = q.to(torch.device("cpu"))
+        base = [sent.anchor, sent.rel, sent.true, sent.target.contiguous(), sent.anchor_rows.contiguous(),
+                *(x.contiguous() for x in sent.rel_rows)]
         requests, mine = [], None
         for m in range(ctx.num_machines):
             cand = None if candidates is None else candidates[(candidates >= h.bounds[m]) &
@@ -144,7 +155,7 @@ class Trainer:
             elif cand is None or len(cand):
                 requests.append((m, {**header, "uid": h.uids[m]}, base + ([] if cand is None else [cand])))
         local, replies = ctx.client.overlap(requests, lambda: self._ranker.counts(
-            self.model, q, h.local, self.lo, use_filter, mine))
+            self.model, q, shard, self.lo, use_filter, mine))
         return local + sum((r.arrays[0] for r in replies), torch.zeros_like(local))
 
     def _draw(self, size: int) -> Tensor:
@@ -156,8 +167,12 @@ class Trainer:
         return torch.randint(0, self.n_entities, (size,), generator=self.eval_gen)
 
     def evaluate(self, triples: Tensor) -> dict[str, float]:
-        return evaluate(self.model, self.tables.rows, self._count, self.tables.relation_names(), triples,
-                        self.n_entities, self.cfg.batch_size_eval, self.cfg.neg_sample_size_eval, self._draw)
+        """Metric sums of ranking `triples` (every update applied and written back), on this
+        trainer's device: this machine's entity rows are copied there once when they fit."""
+        shard = resident(self.tables.tables["entity"].local_partition, self.device)
+        return evaluate(self.model, lambda name, ids: to_device(self.tables.rows(name, ids), self.device),
+                        partial(self._count, shard), self.tables.relation_names(), triples, self.n_entities,
+                        self.cfg.batch_size_eval, self.cfg.neg_sample_size_eval, self._draw)
 
     # --------------------------------------------------------------- training
     def run(self) -> None:
@@ -172,27 +187,12 @@ class Trainer:
                                num_entities=self.n_entities, global_share=cfg.global_neg_share)
         steps = StepLog(cfg, ctx.rank, self.emit)
         first = self._resume(sampler, steps.acc)
-        self.emit(("started", ctx.rank))
-        ahead = self._ask_next(sampler) if first <= cfg.max_step else None
-        for step in range(first, cfg.max_step + 1):
-            batch, wanted, pending = ahead
-            stats, update_local = train_step(self.model, self.tables, batch, wanted, pending.result(), cfg)
-            checkpoint = cfg.checkpoint_dir and step % cfg.checkpoint_interval == 0 and step < cfg.max_step
-            if step < cfg.max_step and not checkpoint:  # the next rows travel while this step's local updates run
-                ahead = self._ask_next(sampler)
-            update_local()
-            steps.add(step, stats)
-            if cfg.force_sync_interval > 0 and step % cfg.force_sync_interval == 0:
-                barrier()
-            if valid is not None and step % cfg.eval_interval == 0:
-                barrier()
-                self.emit(("metrics", ctx.rank, f"Valid (step {step})", self.evaluate(valid)))
-                barrier()
-            if checkpoint:  # the sampler stands after this step's batch
-                CheckpointDir(cfg.checkpoint_dir).save(step, self.tables.checkpointed(), {
-                    "step": step, "sampler": sampler.state(), "log_sums": steps.acc.clone(),
-                    "config": json.dumps({k: getattr(cfg, k) for k in MUST_MATCH})})
-                ahead = self._ask_next(sampler)
+        self.placed = DeviceTables(self.tables, self.device, self._held(), deferred=cfg.async_update)
+        self.updates = Updates(cfg.async_update)
+        try:
+            self._train(sampler, steps, first, valid)
+        finally:
+            self.updates.close()
         trained = cfg.max_step - first + 1
         entity = self.tables.tables["entity"].name
         self.emit(("pulled", ctx.rank, ctx.client.remote_rows.get(entity, 0) / max(trained, 1)))
@@ -204,6 +204,56 @@ class Trainer:
         if cfg.test:
             self.emit(("metrics", ctx.rank, "Test", self.evaluate(self.eval_triples("test"))))
         barrier()
+
+    def _train(self, sampler: ChunkSampler, steps: StepLog, first: int, valid: Tensor | None) -> None:
+        """Steps `first` to --max_step, with validation and checkpoints; every update applied and
+        written back at the end."""
+        cfg, ctx = self.cfg, self.ctx
+        self.emit(("started", ctx.rank))
+        ahead = self._ask_next(sampler) if first <= cfg.max_step else None
+        for step in range(first, cfg.max_step + 1):
+            batch, wanted, pending = ahead
+            stats, update = train_step(self.model, self.placed, batch.to(self.device), wanted, pending.result(), cfg)
+            checkpoint = cfg.checkpoint_dir and step % cfg.checkpoint_interval == 0 and step < cfg.max_step
+            if step < cfg.max_step and not checkpoint:  # the next rows travel while this step's local updates run
+                ahead = self._ask_next(sampler)
+            self.updates.submit(update)
+            steps.add(step, stats)
+            if cfg.force_sync_interval > 0 and step % cfg.force_sync_interval == 0:
+                self.updates.drain()
+                barrier()
+            if valid is not None and step % cfg.eval_interval == 0:
+                self._settle()
+                barrier()
+                self.emit(("metrics", ctx.rank, f"Valid (step {step})", self.evaluate(valid)))
+                barrier()
+            if checkpoint:  # the sampler stands after this step's batch
+                self._settle()
+                CheckpointDir(cfg.checkpoint_dir).save(step, self.tables.checkpointed(), {
+                    "step": step, "sampler": sampler.state(), "log_sums": steps.acc.clone(),
+                    "config": json.dumps({k: getattr(cfg, k) for k in MUST_MATCH})})
+                ahead = self._ask_next(sampler)
+        self._settle()
+
+    def _settle(self) -> None:
+        """Apply every update given and write the rows kept on the device back to the runtime's
+        tables: what ranking, checkpoints, saving and the other trainers read."""
+        self.updates.drain()
+        self.placed.write_back()
+
+    def _held(self) -> dict[str, Tensor | None]:
+        """The tables this trainer keeps on its GPU (`placement`), as DGL-KE keeps them: every
+        table when it is the job's one trainer (the relations alone with --mix_cpu_gpu), or with
+        --rel_part on one machine the relations, of which it trains its own (its triples')."""
+        cfg, ctx = self.cfg, self.ctx
+        if not gpu_ids(cfg.gpu):
+            return {}
+        relations = self.tables.relation_names()
+        if ctx.num_trainers == 1:
+            return dict.fromkeys(relations if cfg.mix_cpu_gpu else self.tables.tables)
+        if cfg.rel_part and ctx.num_machines == 1:
+            return dict.fromkeys(relations, torch.unique(self.triples[:, 1]))
+        return {}
 
     def _finite(self) -> bool:
         """Whether every table is finite, after training (a barrier of every trainer): each trainer
@@ -217,11 +267,11 @@ class Trainer:
             refuse_nonfinite(totals, {name: len(t) for name, t in self.tables.tables.items()}, "the trained model")
         return not any(totals.values())
 
-    def _ask_next(self, sampler: ChunkSampler) -> tuple[Batch, list[tuple[str, Tensor]], PendingPull]:
+    def _ask_next(self, sampler: ChunkSampler) -> tuple[Batch, list[tuple[str, Tensor]], PendingRows]:
         """Draw the next batch and ask for its rows: (batch, the rows it wants, their pull)."""
         batch = next(sampler)
-        wanted = batch_rows(self.tables, batch)
-        return batch, wanted, self.tables.start_rows(wanted)
+        wanted = batch_rows(self.placed, batch)
+        return batch, wanted, self.placed.start_rows(wanted)
 
     def _resume(self, sampler: ChunkSampler, acc: Tensor) -> int:
         """The first step to train: 1, or after the newest checkpoint with --resume (restored)."""
