@@ -22,7 +22,8 @@ from distgraph.kge import EvalConfig, TrainConfig, eval_kge, train_kge
 from distgraph.kge.config import check_gpu, inert_flags, with_gpus
 from distgraph.kge.saved_model import load_model
 from distgraph.kge.train import placement, worker
-from distgraph.kge.train.device import GPU_TYPE_ENV, check_gpus, device_of
+from distgraph.cluster.env import KGE_GPU_TYPE as GPU_TYPE_ENV
+from distgraph.kge.train.device import check_gpus, device_of
 from distgraph.kge.train.updates import Updates
 
 

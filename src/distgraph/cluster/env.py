@@ -41,6 +41,7 @@ HOST_SHM = "DISTGRAPH_HOST_SHM"  # 0: map only this machine's shared memory; oth
 FEATURES_ON_DISK = "DISTGRAPH_FEATURES_ON_DISK"  # 1: serve partition node/edge data read-only from its files
 WATCH_TRAINERS = "DISTGRAPH_WATCH_TRAINERS"  # 1: servers (of `distgraph serve`) end when a trainer goes away
 ERROR_LINES = "DISTGRAPH_ERROR_LINES"  # 1: the launcher reads project errors as marked lines (`error_lines`)
+KGE_GPU_TYPE = "DISTGRAPH_KGE_GPU_TYPE"  # the device type KGE's --gpu ids name: cuda (unset), or cpu
 # torchrun's: a trainer it starts takes its machine id (node rank) and trainers per machine from them
 TORCHRUN_NODE_RANK, TORCHRUN_LOCAL_WORLD_SIZE = "GROUP_RANK", "LOCAL_WORLD_SIZE"
 TORCHRUN_AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"  # True: torchrun's agent already hosts the rendezvous store
@@ -74,6 +75,16 @@ def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
     if not value > 0:
         raise InputError(f"environment variable {key}={raw!r} must be positive")
     return value
+
+
+def kge_gpu_type(env: Mapping[str, str] = os.environ) -> str:
+    """The device type KGE's `--gpu` ids name: `cuda`, or `cpu` (DISTGRAPH_KGE_GPU_TYPE=cpu), which
+    runs the GPU path on CPUs, as the tests on machines without a GPU do."""
+    kind = env.get(KGE_GPU_TYPE, "cuda")
+    if kind not in ("cuda", "cpu"):
+        raise InputError(f"{KGE_GPU_TYPE}={kind!r}: --gpu ids name cuda devices, or cpu ones to run the GPU path on "
+                         f"CPUs; set it to cuda or cpu, or unset it")
+    return kind
 
 
 @dataclass(frozen=True)

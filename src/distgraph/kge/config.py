@@ -12,8 +12,6 @@ MODEL_ALIASES = {"TransE": "TransE_l2"}
 # entity dim = relation dim x ratio (None: any), and even dims (halves) for the models that need them
 _DIM_RATIO: dict[str, int | None] = {"RotatE": 2, "TransR": None}
 _EVEN_DIMS = ("ComplEx", "SimplE")
-# the device type `--gpu` ids name (`cuda` when unset): `cpu` runs the GPU path on CPUs (kge.train.device)
-GPU_TYPE_ENV = "DISTGRAPH_KGE_GPU_TYPE"
 # DGL-KE's --loss_genre values; --pairwise takes the first two only
 LOSS_GENRES = ("Logsigmoid", "Hinge", "Logistic", "BCE")
 PAIRWISE_GENRES = ("Hinge", "Logistic")

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
+from ..cluster.env import KGE_GPU_TYPE, kge_gpu_type
 from ..errors import DistGraphError, InputError
 from ..launch.ssh import SshOptions
-from .config import (GPU_TYPE_ENV, EvalConfig, TrainConfig, check_model, gpu_ids, inert_flags, table_widths,
+from .config import (EvalConfig, TrainConfig, check_model, gpu_ids, inert_flags, table_widths,
                      with_gpus)
 from .data.formats import KGData
 from .data.partition import partition_folder, partition_kg
@@ -93,7 +94,7 @@ def _launch(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, workspa
     from ..launch import LaunchOptions, make_plan, run
 
     envs = [f"{JOB_ENV}={job_env(cfg, None if save_dir is None else str(save_dir))}"]
-    envs += [f"{GPU_TYPE_ENV}={os.environ[GPU_TYPE_ENV]}"] if GPU_TYPE_ENV in os.environ else []
+    envs += [f"{KGE_GPU_TYPE}={kge_gpu_type()}"] if KGE_GPU_TYPE in os.environ else []
     opts = LaunchOptions(workspace=workspace, command=f"{sys.executable} -m distgraph.kge.train.worker",
                          part_config=part_config, ip_config=ip_config, num_trainers=trainers,
                          num_omp_threads=cfg.num_thread, ssh=ssh, extra_envs=envs)

@@ -3,42 +3,31 @@ on GPU `ids[i % len(ids)]`, otherwise the CPU; and moving rows there and back.
 
 Every step and ranking runs the same code on whichever device: tensors are moved with
 `to_device` / `to_host`, which are the identity on the CPU and pinned, non-blocking copies
-for a CUDA device. The device type that `--gpu` ids name is `cuda`, or the value of
-DISTGRAPH_KGE_GPU_TYPE: `cpu` runs the GPU path on CPUs (what the tests on machines
-without a GPU do)."""
+for a CUDA device. The device type that `--gpu` ids name is `cluster.env.kge_gpu_type`'s:
+`cuda`, or `cpu` to run the GPU path on CPUs (what the tests on machines without a GPU do)."""
 
 from __future__ import annotations
-
-import os
 
 import torch
 from torch import Tensor
 
+from ...cluster.env import kge_gpu_type
 from ...errors import InputError
-from ..config import GPU_TYPE_ENV, gpu_ids
+from ..config import gpu_ids
 
 _RESIDENT_SHARE = 0.5  # of the device's free memory a table copied there for ranking may take
-
-
-def gpu_type() -> str:
-    """The device type `--gpu` ids name: `cuda` unless DISTGRAPH_KGE_GPU_TYPE says `cpu`."""
-    kind = os.environ.get(GPU_TYPE_ENV, "cuda")
-    if kind not in ("cuda", "cpu"):
-        raise InputError(f"{GPU_TYPE_ENV}={kind!r}: --gpu ids name cuda devices, or cpu ones to run the GPU path on "
-                         f"CPUs; set it to cuda or cpu, or unset it")
-    return kind
 
 
 def device_of(gpu: list[int] | None, local_rank: int) -> torch.device:
     """The device of a machine's process `local_rank`: its GPU of `--gpu`, or the CPU."""
     ids = gpu_ids(gpu)
-    return torch.device(gpu_type(), ids[local_rank % len(ids)]) if ids else torch.device("cpu")
+    return torch.device(kge_gpu_type(), ids[local_rank % len(ids)]) if ids else torch.device("cpu")
 
 
 def check_gpus(gpu: list[int] | None) -> None:
     """One clear error when a `--gpu` id names no device of this machine."""
     ids = gpu_ids(gpu)
-    if not ids or gpu_type() != "cuda":
+    if not ids or kge_gpu_type() != "cuda":
         return
     found = torch.cuda.device_count() if torch.cuda.is_available() else 0
     missing = [g for g in ids if g >= found]
