@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEMO   := demo-out
 
-.PHONY: demo demo-rgcn test test-fast test-cluster bench bench-page clean
+.PHONY: demo demo-rgcn test test-fast test-gpu test-cluster bench bench-page clean
 
 $(STAMP): pyproject.toml setup.py $(wildcard src/distgraph/native/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,12 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) tests/shards.py --first $(FIRST_FAST) -- -q tests --ignore=tests/cluster \
 		--ignore=tests/runtime -m "not multiprocess"
+
+# the tests that need a CUDA device (marked `gpu`); one line, and nothing run, where torch finds none
+test-gpu: $(STAMP)
+	@if $(PY) -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then \
+		OMP_NUM_THREADS=1 $(PY) -m pytest -q -rs -m gpu tests --ignore=tests/cluster; \
+	else echo "test-gpu: skipped, torch finds no CUDA device on this machine"; fi
 
 # 3 test hosts on this machine (network and mount namespaces, an sshd and a slurmd each): needs root.
 test-cluster: $(STAMP)

@@ -1,4 +1,4 @@
-"""Set-up shared by the GraphSAGE examples: runtime, DDP, the cross-trainer sums, checkpoints."""
+"""Set-up shared by the GraphSAGE examples: runtime, device, DDP, the cross-trainer sums, checkpoints."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--weight_decay", type=float, default=0.0, help="Adam's L2 penalty on the dense weights")
     ap.add_argument("--dropout", type=float, default=0.5)
     ap.add_argument("--num_threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
+    ap.add_argument("--num_gpus", type=int, default=0, help="GPUs per machine: a machine's trainer i trains on "
+                                                            "cuda:<i %% num_gpus>; 0 or -1: the CPU")
+    ap.add_argument("--backend", help="torch.distributed backend of DDP (default: nccl, with gloo for CPU tensors, "
+                                      "when every trainer has a GPU; else gloo)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the model's initialisation, sampling and dropout")
     ap.add_argument("--checkpoint_dir", help="save a checkpoint (model, optimizer, random state) into this folder")
     ap.add_argument("--checkpoint_interval", type=int, default=1, help="epochs between checkpoints")
@@ -59,8 +63,9 @@ def parse(ap: argparse.ArgumentParser, argv: list[str] | None = None) -> argpars
     return args
 
 
-def start(args: argparse.Namespace) -> tuple[dg.DistGraph, bool, int]:
-    """initialize(), the process group when launched, and the graph: (g, distributed, rank)."""
+def start(args: argparse.Namespace) -> tuple[dg.DistGraph, bool, int, torch.device]:
+    """initialize(), this trainer's device, the process group when launched, and the graph:
+    (g, distributed, rank, device)."""
     if args.resume and not args.checkpoint_dir:
         raise SystemExit("--resume needs --checkpoint_dir")
     if args.checkpoint_interval < 1:
@@ -68,11 +73,15 @@ def start(args: argparse.Namespace) -> tuple[dg.DistGraph, bool, int]:
     torch.set_num_threads(args.num_threads)
     torch.manual_seed(args.seed)
     dg.initialize(args.ip_config, part_config=args.part_config)
+    device = dg.distributed.trainer_device(args.num_gpus)
     distributed = "RANK" in os.environ and "MASTER_ADDR" in os.environ
+    backend = args.backend or dg.distributed.ddp_backend(device) if distributed else None
     if distributed:
-        tdist.init_process_group("gloo")
-    g = dg.DistGraph(args.graph_name, part_config=args.part_config)
-    return g, distributed, tdist.get_rank() if distributed else 0
+        tdist.init_process_group(backend)
+    rank = tdist.get_rank() if distributed else 0
+    if rank == 0:
+        print(f"trainer 0 trains on {device}" + (f", DDP over {backend}" if distributed else ""), flush=True)
+    return dg.DistGraph(args.graph_name, part_config=args.part_config), distributed, rank, device
 
 
 def finish(distributed: bool) -> None:
@@ -81,14 +90,10 @@ def finish(distributed: bool) -> None:
         tdist.destroy_process_group()
 
 
-def wrap(model: torch.nn.Module, distributed: bool) -> torch.nn.Module:
-    """DDP when launched, summing gradients in rank order so that a resumed run equals the
-    uninterrupted one bit for bit with any number of trainers (`rank_order_allreduce_hook`)."""
-    if not distributed:
-        return model
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
-    ddp.register_comm_hook(None, dg.distributed.rank_order_allreduce_hook)
-    return ddp
+def wrap(model: torch.nn.Module, distributed: bool, device: torch.device) -> torch.nn.Module:
+    """The model on `device`; in DDP when launched, summing gradients in rank order so that a
+    resumed run equals the uninterrupted one bit for bit with any number of trainers."""
+    return dg.distributed.data_parallel(model, device) if distributed else model.to(device)
 
 
 def joined(model: torch.nn.Module, distributed: bool) -> contextlib.AbstractContextManager:

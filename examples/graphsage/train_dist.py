@@ -6,9 +6,13 @@ every node's hidden representation (the last layer's input) / predicted class an
 probabilities into DIR, one part per trainer keyed by the input's node ids
 (`distgraph.load_results(DIR)` joins them); the accuracy of those predictions is printed.
 
+Features and labels come with each mini-batch (prefetched where it is made) and the loader
+moves the batch to the trainer's device (`--num_gpus`: cuda:<local rank % num_gpus>, from
+pinned buffers while the next batch is sampled); the inference runs there too.
+
 Standalone (one process, a 1-part partition):
     python train_dist.py --graph_name sbm --part_config parts1/sbm.json
-On a cluster (every trainer runs this; DDP over gloo):
+On a cluster (every trainer runs this; DDP over gloo, or NCCL when every trainer has a GPU):
     distgraph launch --workspace . --num_trainers 1 --num_servers 1 --part_config parts/sbm.json \
         --ip_config ip_config.txt "python train_dist.py --graph_name sbm"
 """
@@ -27,33 +31,40 @@ from tqdm import tqdm
 import distgraph as dg
 
 
-def evaluate(model, g, nids, sampler, batch_size: int) -> tuple[int, int]:
+def evaluate(model, g, nids, sampler, batch_size: int, device: torch.device) -> tuple[int, int]:
     """(correct, total) over this trainer's share of `nids`."""
     model.eval()
     correct = total = 0
     with torch.no_grad():
-        for inputs, outputs, blocks in dg.DistNodeDataLoader(g, nids, sampler, batch_size=batch_size):
-            pred = model(blocks, g.ndata["feat"][inputs].float()).argmax(1)
-            correct += int((pred == g.ndata["label"][outputs]).sum())
+        for _, outputs, blocks in dg.DistNodeDataLoader(g, nids, sampler, device, batch_size=batch_size):
+            pred = model(blocks, blocks[0].srcdata["feat"].float()).argmax(1)
+            correct += int((pred == blocks[-1].dstdata["label"]).sum())
             total += outputs.numel()
     model.train()
     return correct, total
 
 
-def inference(model: dg.nn.GraphSAGE, g, batch_size: int) -> list:
-    """Every node's output of every layer (DGL's layer-wise `SAGE.inference`, full neighbourhoods)."""
+def inference(model: dg.nn.GraphSAGE, g, batch_size: int, device: torch.device) -> list:
+    """Every node's output of every layer (DGL's layer-wise `SAGE.inference`, full
+    neighbourhoods), each batch computed on `device`."""
     model.eval()
     last = len(model.layers) - 1
-    layers = [lambda block, h, conv=conv, i=i: conv(block, h) if i == last else F.relu(conv(block, h))
-              for i, conv in enumerate(model.layers)]
+
+    def layer(conv, i: int):
+        def run(block, h):
+            h = conv(block.to(device), h.to(device))
+            return (h if i == last else F.relu(h)).cpu()  # into the layer's DistTensor
+        return run
+
+    layers = [layer(conv, i) for i, conv in enumerate(model.layers)]
     widths = [conv.fc_self.out_features for conv in model.layers]
     return dg.layerwise_inference(g, layers, lambda ids: g.ndata["feat"][ids].float(), widths, batch_size)
 
 
 def save_results(args: argparse.Namespace, model: dg.nn.GraphSAGE, g, nids: dict, distributed: bool,
-                 rank: int) -> None:
-    """Full-graph inference; the accuracy of its predictions, then the files asked for."""
-    outputs = inference(model, g, args.batch_size_eval)
+                 rank: int, device: torch.device) -> None:
+    """Full-graph inference on `device`; the accuracy of its predictions, then the files asked for."""
+    outputs = inference(model, g, args.batch_size_eval, device)
     logits = outputs[-1]
     counts = []
     for split in ("val", "test"):
@@ -80,7 +91,7 @@ def main() -> None:
     ap.add_argument("--save_predictions", metavar="DIR", help="write every node's predicted class and class "
                                                               "probabilities into DIR after training")
     args = parse(ap)
-    g, distributed, rank = start(args)
+    g, distributed, rank, device = start(args)
     dg.distributed.require_fields(g, ["feat", "label", "train_mask", "val_mask", "test_mask"], script=__file__)
     book = g.get_partition_book()
     train_nid = dg.node_split(g.ndata["train_mask"], book, force_even=True)
@@ -92,15 +103,18 @@ def main() -> None:
         print(f"{g}: {in_feats} features, {num_classes} classes; trainer 0 has {train_nid.numel()} training nodes")
     dg.distributed.check_train_shares(train_nid.numel(), args.batch_size)
 
-    sampler = dg.MultiLayerNeighborSampler(fanouts(args.fan_out))
-    eval_sampler = dg.MultiLayerNeighborSampler(fanouts(args.eval_fan_out or args.fan_out))
-    model = wrap(dg.nn.GraphSAGE(in_feats, args.num_hidden, num_classes, args.num_layers, args.dropout), distributed)
+    data = {"prefetch_node_feats": ["feat"], "prefetch_labels": ["label"]}
+    sampler = dg.MultiLayerNeighborSampler(fanouts(args.fan_out), **data)
+    eval_sampler = dg.MultiLayerNeighborSampler(fanouts(args.eval_fan_out or args.fan_out), **data)
+    model = wrap(dg.nn.GraphSAGE(in_feats, args.num_hidden, num_classes, args.num_layers, args.dropout), distributed,
+                 device)
     opt = optimizer(model, args)
-    loader = dg.DistNodeDataLoader(g, train_nid, sampler, batch_size=args.batch_size, shuffle=True)
+    loader = dg.DistNodeDataLoader(g, train_nid, sampler, device, batch_size=args.batch_size, shuffle=True)
     checkpoints = Checkpoints(args, model, opt)
 
     def accuracy(nids: torch.Tensor) -> float:
-        correct, total = all_sum(list(evaluate(model, g, nids, eval_sampler, args.batch_size_eval)), distributed)
+        correct, total = all_sum(list(evaluate(model, g, nids, eval_sampler, args.batch_size_eval, device)),
+                                 distributed)
         return correct / max(total, 1)
 
     log = dg.metrics.MetricsLog(args.log_dir, rank) if args.log_dir else None
@@ -109,8 +123,8 @@ def main() -> None:
         loss_sum = correct = seeds = 0
         bar = tqdm(loader, desc=f"epoch {epoch}", disable=rank != 0, leave=False, mininterval=1)
         with joined(model, distributed):
-            for inputs, outputs, blocks in bar:
-                logits, labels = model(blocks, g.ndata["feat"][inputs].float()), g.ndata["label"][outputs]
+            for _, _, blocks in bar:
+                logits, labels = model(blocks, blocks[0].srcdata["feat"].float()), blocks[-1].dstdata["label"]
                 loss = F.cross_entropy(logits, labels)
                 opt.zero_grad()
                 loss.backward()
@@ -142,7 +156,7 @@ def main() -> None:
               f"({test_nid.numel()} test nodes on trainer 0); model digest {digest(model)}", flush=True)
     if args.save_embeddings or args.save_predictions:
         save_results(args, model.module if distributed else model, g, {"val": val_nid, "test": test_nid},
-                     distributed, rank)
+                     distributed, rank, device)
     finish(distributed)
 
 

@@ -9,8 +9,10 @@ Every layer is a `RelGraphConv` (basis decomposition with `--n-bases`, self-loop
 norm, dropout) over the block's homogeneous view, each relation averaged (RGCN's norm).
 Dense weights are trained with DDP when launched. Mini-batches sample `--fanout` in-edges of
 every edge type per node; paper features and labels come with them (prefetched where the
-batch is made). Validation and test predictions go into a persistent DistTensor, and trainer
-0 reports the accuracy over all of them. `--checkpoint-dir` saves every `--checkpoint-interval`
+batch is made), and the loader moves them to the trainer's device (`--num-gpus`: DGL's flag,
+cuda:<local rank % num_gpus>; -1: the CPU), where the embeddings' rows are gathered and their
+gradients summed too. Validation and test predictions go into a persistent DistTensor, and
+trainer 0 reports the accuracy over all of them. `--checkpoint-dir` saves every `--checkpoint-interval`
 epochs (the model, both optimizers, the sparse embeddings with their SparseAdam state, the
 random state and the best epoch so far); `--resume` continues from the newest.
 `--save-embeddings DIR` / `--save-predictions DIR` run a layer-wise full-graph inference after
@@ -65,7 +67,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     add("--conf-path", help="the 1-part partition config, standalone only")
     add("--standalone", action="store_true", help="run in one process on --conf-path")
     add("--category", default="paper", help="the node type to classify")
-    add("--num-gpus", type=int, default=-1, help="-1: the CPU (the only device here)")
+    add("--num-gpus", type=int, default=-1, help="GPUs per machine: a machine's trainer i trains on "
+                                                 "cuda:<i %% num_gpus>; -1 (or 0): the CPU")
     add("--dropout", type=float, default=0.0)
     add("--n-hidden", type=int, default=16)
     add("--lr", type=float, default=1e-2)
@@ -96,8 +99,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     for flag in ("--num-workers", "--num-servers", "--id", "--local-rank"):
         add(flag, type=int, default=None, help="accepted for DGL's command lines")
     args = p.parse_args(argv)
-    if args.num_gpus > 0:
-        p.error("distgraph trains on the CPU: leave --num-gpus at -1")
     if args.resume and not args.checkpoint_dir:
         p.error("--resume needs --checkpoint-dir")
     if args.checkpoint_interval < 1:
@@ -115,9 +116,10 @@ def init_emb(shape, dtype):
 class DistEmbedLayer(nn.Module):
     """Each node type's input: its features projected, or a learnt embedding when it has none."""
 
-    def __init__(self, g, embed_size: int, sparse_emb: bool, feat_name: str = "feat", embed_name: str = "node_emb"):
+    def __init__(self, g, embed_size: int, sparse_emb: bool, device: th.device, feat_name: str = "feat",
+                 embed_name: str = "node_emb"):
         super().__init__()
-        self.g, self.feat_name = g, feat_name
+        self.g, self.feat_name, self.device = g, feat_name, device
         self.node_projs = nn.ModuleDict()
         self.dense_embeds = nn.ModuleDict()
         self.node_embeds: dict = {}
@@ -134,15 +136,17 @@ class DistEmbedLayer(nn.Module):
                 nn.init.uniform_(self.dense_embeds[ntype].weight, -1.0, 1.0)
 
     def forward(self, node_ids: dict, feats: dict) -> dict:
+        """Rows on this layer's device of the nodes `node_ids` (ids on any device), from the
+        batch's features `feats` where it has them."""
         out = {}
         for ntype, ids in node_ids.items():
             if ntype in self.node_projs:
-                rows = feats[ntype] if ntype in feats else self.g.nodes[ntype].data[self.feat_name][ids]
-                out[ntype] = self.node_projs[ntype](rows.float())  # (features may be stored as float16)
+                rows = feats[ntype] if ntype in feats else self.g.nodes[ntype].data[self.feat_name][ids.cpu()]
+                out[ntype] = self.node_projs[ntype](rows.to(self.device).float())  # (may be stored as float16)
             elif ntype in self.node_embeds:
-                out[ntype] = self.node_embeds[ntype](ids)
+                out[ntype] = self.node_embeds[ntype](ids, self.device)
             else:
-                out[ntype] = self.dense_embeds[ntype](ids)
+                out[ntype] = self.dense_embeds[ntype](ids.to(self.device))
         return out
 
 
@@ -183,26 +187,32 @@ def evaluate(g, net, loader, results, category: str) -> None:
     net.eval()
     with th.no_grad():
         for input_nodes, seeds, blocks in loader:
-            results[seeds[category]] = net(input_nodes, blocks).argmax(1)
+            results[seeds[category].cpu()] = net(input_nodes, blocks).argmax(1).cpu()
     net.train()
 
 
-def inference(g, net: Net, batch_size: int) -> list:
-    """Every layer's output for every node (the last layer's for the category only)."""
+def inference(g, net: Net, batch_size: int, device: th.device) -> list:
+    """Every layer's output for every node (the last layer's for the category only), each
+    batch computed on `device`."""
     net.eval()
 
     def conv(layer):
-        return lambda block, h: block.dst_per_type(layer(block, block.src_homogeneous(h), norm=relation_norm(block)))
+        def run(block, h: dict) -> dict:
+            block = block.to(device)
+            h = block.src_homogeneous({t: x.to(device) for t, x in h.items()})
+            out = layer(block, h, norm=relation_norm(block))
+            return {t: x.cpu() for t, x in block.dst_per_type(out).items()}  # into the layer's DistTensors
+        return run
 
     layers = net.model.layers
     return dgl.layerwise_inference(g, [conv(layer) for layer in layers], lambda ids: net.embed(ids, {}),
                                    [layer.out_feat for layer in layers], batch_size, last_ntypes=[net.category])
 
 
-def save_results(args, g, net: Net, split: dict, labels: th.Tensor, rank: int) -> None:
-    """Full-graph inference; the accuracy of its predictions, then the files asked for."""
+def save_results(args, g, net: Net, split: dict, labels: th.Tensor, rank: int, device: th.device) -> None:
+    """Full-graph inference on `device`; the accuracy of its predictions, then the files asked for."""
     category = net.category
-    outputs = inference(g, net, args.eval_batch_size)
+    outputs = inference(g, net, args.eval_batch_size, device)
     logits = outputs[-1][category]
     counts = []
     for name in ("val_mask", "test_mask"):
@@ -230,8 +240,10 @@ def main() -> None:
     th.manual_seed(args.seed)
     th.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     dgl.distributed.initialize(args.ip_config)
-    if not args.standalone:
-        th.distributed.init_process_group(backend="gloo")
+    device = dgl.distributed.trainer_device(args.num_gpus)
+    backend = None if args.standalone else dgl.distributed.ddp_backend(device)
+    if backend is not None:
+        th.distributed.init_process_group(backend=backend)
     g = dgl.distributed.DistGraph(args.graph_name, part_config=args.conf_path)
     category = args.category
     dgl.distributed.require_fields(g, ["feat", "label", "train_mask", "val_mask", "test_mask"], category, __file__)
@@ -244,6 +256,7 @@ def main() -> None:
     num_classes = int(labels.max()) + 1
     rank = g.rank()
     if rank == 0:
+        print(f"trainer 0 trains on {device}" + (f", DDP over {backend}" if backend else ""), flush=True)
         print(f"{g} ({args.dataset or args.graph_name}): {num_classes} classes; trainer 0: "
               f"{len(split['train_mask'])} training, {len(split['val_mask'])} validation {category} nodes", flush=True)
     dgl.distributed.check_train_shares(len(split["train_mask"]), args.batch_size, f"training {category} node")
@@ -253,17 +266,16 @@ def main() -> None:
         raise SystemExit(f"--fanout gives {len(fanouts)} layers but --n-layers is {args.n_layers}")
     sampler = dgl.dataloading.MultiLayerNeighborSampler(fanouts, prefetch_node_feats=["feat"],
                                                         prefetch_labels=["label"])
-    loader = dgl.dataloading.DistNodeDataLoader(g, {category: split["train_mask"]}, sampler,
+    loader = dgl.dataloading.DistNodeDataLoader(g, {category: split["train_mask"]}, sampler, device,
                                                 batch_size=args.batch_size, shuffle=True, drop_last=False)
     eval_sampler = dgl.dataloading.MultiLayerNeighborSampler([int(f) for f in args.validation_fanout.split(",")],
                                                              prefetch_node_feats=["feat"])
-    embed = DistEmbedLayer(g, args.n_hidden, args.sparse_embedding)
+    embed = DistEmbedLayer(g, args.n_hidden, args.sparse_embedding, device)
     model = EntityClassify(args.n_hidden, num_classes, len(g.canonical_etypes), args.n_bases, args.n_layers,
                            args.dropout, args.use_self_loop, args.layer_norm)
     net = Net(embed, model, category)
-    if not args.standalone:  # gradients summed in rank order: a resumed run equals the uninterrupted one
-        net = th.nn.parallel.DistributedDataParallel(net)
-        net.register_comm_hook(None, dgl.distributed.rank_order_allreduce_hook)
+    # on the device; in DDP when launched, gradients summed in rank order (a resumed run equals the uninterrupted one)
+    net = net.to(device) if args.standalone else dgl.distributed.data_parallel(net, device)
     optimizer = th.optim.Adam(net.parameters(), lr=args.lr, weight_decay=args.l2norm)
     sparse = list(embed.node_embeds.values())
     emb_optimizer = dgl.distributed.optim.SparseAdam(sparse, lr=args.sparse_lr) if sparse else None
@@ -301,10 +313,9 @@ def main() -> None:
                 if step % args.log_every == 0:
                     bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
         toc = time.time()
-        evaluate(g, net, dgl.dataloading.DistNodeDataLoader(g, {category: split["val_mask"]}, eval_sampler,
-                                                            batch_size=args.eval_batch_size), results, category)
-        evaluate(g, net, dgl.dataloading.DistNodeDataLoader(g, {category: split["test_mask"]}, eval_sampler,
-                                                            batch_size=args.eval_batch_size), results, category)
+        for name in ("val_mask", "test_mask"):
+            evaluate(g, net, dgl.dataloading.DistNodeDataLoader(g, {category: split[name]}, eval_sampler, device,
+                                                                batch_size=args.eval_batch_size), results, category)
         g.barrier()
         val_acc = float((results[all_val] == labels[all_val]).float().mean())
         test_acc = float((results[all_test] == labels[all_test]).float().mean())
@@ -332,7 +343,7 @@ def main() -> None:
         if moved:
             print("embeddings moved: " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(moved.items())), flush=True)
     if args.save_embeddings or args.save_predictions:
-        save_results(args, g, net.module if not args.standalone else net, split, labels, rank)
+        save_results(args, g, net.module if not args.standalone else net, split, labels, rank, device)
     g.barrier()
     if not args.standalone:
         th.distributed.destroy_process_group()

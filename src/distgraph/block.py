@@ -108,7 +108,7 @@ def edge_view(edge_index: torch.Tensor, form: str):
     u, v = edge_index[0], edge_index[1]
     if form == "uv":
         return u, v
-    ids = torch.arange(edge_index.shape[1])
+    ids = torch.arange(edge_index.shape[1], device=edge_index.device)
     if form == "eid":
         return ids
     if form == "all":
@@ -134,11 +134,12 @@ class BlockTypes:
         return [self.src_type, self.src_tid, self.etype]
 
     def edge_ids(self, eids: torch.Tensor) -> torch.Tensor:
-        """Per-type ids of the block's edges `eids` (their homogeneous ids)."""
+        """Per-type ids of the block's edges `eids` (their homogeneous ids), on their device
+        (the id map works on the CPU)."""
         if self.edge_tid is None:
             if self.id_map is None:
                 raise InputError("this block's per-type edge ids need its graph's id map (blocks from a loader have it)")
-            self.edge_tid = self.id_map.map_to_per_etype(eids)[1]
+            self.edge_tid = self.id_map.map_to_per_etype(eids.cpu())[1].to(eids.device)
         return self.edge_tid
 
 
@@ -209,11 +210,15 @@ class Block(LocalScope):
 
     @property
     def srcnodes(self) -> TypeSpace:
-        return TypeSpace(self._src, lambda ntype=None: torch.arange(self.num_src_nodes(ntype)), "block")
+        return TypeSpace(self._src, lambda ntype=None: self._positions(self.num_src_nodes(ntype)), "block")
 
     @property
     def dstnodes(self) -> TypeSpace:
-        return TypeSpace(self._dst, lambda ntype=None: torch.arange(self.num_dst_nodes(ntype)), "block")
+        return TypeSpace(self._dst, lambda ntype=None: self._positions(self.num_dst_nodes(ntype)), "block")
+
+    def _positions(self, n: int) -> torch.Tensor:
+        """0 .. n-1 on this block's device."""
+        return torch.arange(n, device=self.src_nodes.device)
 
     @property
     def srctypes(self) -> list[str]:
@@ -287,7 +292,7 @@ class Block(LocalScope):
             counts = torch.bincount(kinds, minlength=len(self.types.ntypes))
             starts = torch.cumsum(counts, 0) - counts
             index = torch.empty_like(order)
-            index[order] = torch.arange(order.numel()) - starts[kinds[order]]
+            index[order] = self._positions(order.numel()) - starts[kinds[order]]
             self._index = index
         return self._index
 
@@ -304,11 +309,15 @@ class Block(LocalScope):
 
     def edge_type(self) -> torch.Tensor:
         """The type id (in `canonical_etypes` order) of each edge of the homogeneous view."""
-        return self.types.etype if self.types is not None else torch.zeros(self.num_edges(), dtype=torch.int64)
+        if self.types is not None:
+            return self.types.etype
+        return torch.zeros(self.num_edges(), dtype=torch.int64, device=self.eids.device)
 
     def src_type(self) -> torch.Tensor:
         """The type id (in node-type order) of each source of the homogeneous view."""
-        return self.types.src_type if self.types is not None else torch.zeros(self.num_src_nodes(), dtype=torch.int64)
+        if self.types is not None:
+            return self.types.src_type
+        return torch.zeros(self.num_src_nodes(), dtype=torch.int64, device=self.src_nodes.device)
 
     def src_homogeneous(self, feats: dict[str, torch.Tensor]) -> torch.Tensor:
         """One row per source of the homogeneous view from {node type: rows of that type's
@@ -331,20 +340,26 @@ class Block(LocalScope):
             deg = torch.bincount(index[1], minlength=self.num_dst_nodes(c[2]))
         else:
             deg = torch.bincount(self.edge_index[1], minlength=self.num_dst_nodes())
-        return deg if v is None else deg[torch.as_tensor(v, dtype=torch.int64)]
+        return deg if v is None else deg[torch.as_tensor(v, dtype=torch.int64, device=deg.device)]
 
     def to(self, device, **kwargs) -> "Block":
-        """This block with its arrays (ids and data) on `device` (itself when they are there)."""
+        """This block with its arrays (ids and data) on `device` (itself when they are there);
+        `kwargs` go to each `Tensor.to` (`non_blocking=True`, ...)."""
         device = torch.device(device)
         if all(t.device == device for t in (self.src_nodes, self.edge_index)):
             return self
-        move = lambda frames: {t: {k: v.to(device, **kwargs) for k, v in f.items()} for t, f in frames.items()}  # noqa: E731
-        types = None if self.types is None else BlockTypes(
-            self.types.ntypes, self.types.canonical_etypes, *(a.to(device, **kwargs) for a in self.types.arrays()),
-            id_map=self.types.id_map)
-        out = Block(*(t.to(device, **kwargs) for t in (self.src_nodes, self.dst_nodes, self.edge_index, self.eids)),
-                    types)
-        out._frames = {side: move(frames) for side, frames in self._frames.items()}
+        return self.map_arrays(once_each(lambda t: t.to(device, **kwargs)))
+
+    def map_arrays(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "Block":
+        """A block whose every array (ids, types and data) is `fn` of this block's: how a block
+        is moved to a device, through pinned buffers or not (`dataloading.transfer`). Wrap
+        `fn` in `once_each` to keep arrays that are one tensor here one tensor there."""
+        t = self.types
+        types = None if t is None else BlockTypes(t.ntypes, t.canonical_etypes, *(fn(a) for a in t.arrays()),
+                                                  None if t.edge_tid is None else fn(t.edge_tid), t.id_map)
+        out = Block(*(fn(a) for a in (self.src_nodes, self.dst_nodes, self.edge_index, self.eids)), types)
+        out._frames = {side: {k: {name: fn(v) for name, v in f.items()} for k, f in frames.items()}
+                       for side, frames in self._frames.items()}
         return out
 
     def data_frames(self, made_only: bool = False) -> dict[str, dict]:
@@ -368,11 +383,27 @@ class Block(LocalScope):
                f"num_edges={self.num_edges()})"
 
 
+def once_each(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """`fn`, giving a tensor it has already been given the result it gave then: a mini-batch
+    holds some ids twice (a block's destinations are its sources' first rows, the input nodes
+    are the first block's sources), and a copy keeps them one tensor (and one transfer)."""
+    done: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def apply(t: torch.Tensor) -> torch.Tensor:
+        hit = done.get(id(t))
+        if hit is None:  # (the tensor is kept in `done`, so its id is not reused meanwhile)
+            hit = done[id(t)] = (t, fn(t))
+        return hit[1]
+
+    return apply
+
+
 def group_by_kind(kinds: torch.Tensor, values: torch.Tensor, num_kinds: int) -> list[torch.Tensor]:
     """`values` split by their kind (in [0, num_kinds)), each part in its original order: one
-    counting pass in C when built (num_kinds boolean masks otherwise)."""
+    counting pass in C when built and the arrays are in host memory (num_kinds boolean masks
+    otherwise)."""
     lib = kernels()
-    if lib is None:
+    if lib is None or values.device.type != "cpu":  # the C pass reads host memory
         return [values[kinds == k] for k in range(num_kinds)]
     kinds, values = kinds.to(torch.int64).contiguous(), values.to(torch.int64).contiguous()
     counts, out = torch.zeros(num_kinds + 1, dtype=torch.int64), torch.empty_like(values)

@@ -3,10 +3,13 @@ generic `DataLoader` (which of the two a sampler calls for) and `DistDataLoader`
 any items through a `collate_fn`).
 
 On a launched trainer with `--num_samplers N`, mini-batches are made by the trainer's
-sampler processes; otherwise in this process. `device` must be the CPU (a `torch.device`
-too, which DGL 2.1.0's check refuses); `num_workers` and `queue_size` are accepted and do
-nothing, as in DGL, since the number of sampler processes is `distgraph launch
---num_samplers`."""
+sampler processes; otherwise in this process. Either way they are made on the CPU, then
+moved to `device` (default: the sampler's `output_device`, else the CPU) as DGL moves them:
+from pinned host buffers (`pin_prefetcher`) with `non_blocking` copies, on a stream of their
+own (`use_alternate_streams`), both by default when `device` is a GPU (`transfer`); made
+ahead, the next batches are sampled while the copies and the step run. `num_workers` and
+`queue_size` are accepted and do nothing, as in DGL, since the number of sampler processes
+is `distgraph launch --num_samplers`."""
 
 from __future__ import annotations
 
@@ -26,20 +29,26 @@ from .edge_prediction import EdgePredictionSampler
 from ..sampling.neighbor import homogeneous_ids, type_map
 from .neighbor_sampler import NeighborSampler, typed_batch
 from .prefetch import batch_threads, made_ahead
+from .transfer import BatchMover, check_device
 
 
-def _check_device(device) -> None:
-    if device is not None and torch.device(device).type != "cpu":
-        raise InputError(f"mini-batches are made on the CPU; device {device!r} is not available (move the "
-                         f"tensors in the training step instead)")
+def _mover(device, sampler: NeighborSampler, pin_prefetcher: bool | None,
+           use_alternate_streams: bool | None) -> BatchMover:
+    """What moves a loader's batches: to `device`, else the sampler's `output_device`, else
+    the CPU; pinning and a stream of their own default to whether that is a GPU (DGL's)."""
+    target = check_device(device) if device is not None else sampler.output_device or torch.device("cpu")
+    gpu = target.type == "cuda"
+    return BatchMover(target, gpu if pin_prefetcher is None else bool(pin_prefetcher),
+                      gpu if use_alternate_streams is None else bool(use_alternate_streams))
 
 
 class _SeedLoader:
-    """Batches of seeds (shuffled each epoch if asked), each collated into a mini-batch."""
+    """Batches of seeds (shuffled each epoch if asked), each collated into a mini-batch and
+    moved by `mover`."""
 
     def __init__(self, collator, seeds, batch_size: int, shuffle: bool, drop_last: bool,
-                 generator: torch.Generator | None):
-        self.collator = collator
+                 generator: torch.Generator | None, mover: BatchMover):
+        self.collator, self.mover = collator, mover
         self.seeds = as_id_tensor(seeds, "seeds")
         if batch_size < 1:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
@@ -62,16 +71,23 @@ class _SeedLoader:
         pool = self._sampler_pool()
         if pool is not None:
             id_map = type_map(self.collator.g)
+            pulled = get_context().client.remote_rows
             for header, arrays in pool.run(*self.collator.spec(), batches, rng_seeds):
-                yield self.present(decode(header, arrays, id_map))
+                for name, n in header.get("remote_rows", {}).items():  # a sampler's pulls for this trainer
+                    pulled[name] = pulled.get(name, 0) + n
+                yield self.mover.move(self.present(decode(header, arrays, id_map)))
             return
         threads = self._batch_threads()
-        for batch in made_ahead(self.collate, plan, threads, 2 * threads):
-            yield self.present(batch)
+        for sent in made_ahead(self.made, plan, threads, 2 * threads):
+            yield self.mover.receive(sent)
 
     def collate(self, job: tuple[torch.Tensor, int]):
         """The mini-batch of one (seeds, seed of its draws) of `epoch_plan`, made in this thread."""
         return self.collator.collate(job[0], torch.Generator().manual_seed(job[1]))
+
+    def made(self, job: tuple[torch.Tensor, int]) -> tuple:
+        """`collate`, as the user sees it, sent on its way to the device (`BatchMover.send`)."""
+        return self.mover.send(self.present(self.collate(job)))
 
     def present(self, batch: tuple) -> tuple:
         """A mini-batch as the user sees it (DGL's typed form on a heterogeneous graph)."""
@@ -99,12 +115,13 @@ class DistNodeDataLoader(_SeedLoader):
 
     def __init__(self, g, nids, graph_sampler: NeighborSampler, device=None, batch_size: int = 1,
                  shuffle: bool = False, drop_last: bool = False, generator: torch.Generator | None = None,
-                 num_workers: int = 0, queue_size: int | None = None):
-        _check_device(device)
+                 num_workers: int = 0, queue_size: int | None = None, pin_prefetcher: bool | None = None,
+                 use_alternate_streams: bool | None = None):
         if isinstance(graph_sampler, EdgePredictionSampler):
             raise InputError("an edge-prediction sampler makes edge mini-batches: use DistEdgeDataLoader")
         seeds = homogeneous_ids(g, nids, "nids", masks=True)
-        super().__init__(NodeCollator(g, graph_sampler), seeds, batch_size, shuffle, drop_last, generator)
+        super().__init__(NodeCollator(g, graph_sampler), seeds, batch_size, shuffle, drop_last, generator,
+                         _mover(device, graph_sampler, pin_prefetcher, use_alternate_streams))
 
 
 class DistEdgeDataLoader(_SeedLoader):
@@ -117,8 +134,8 @@ class DistEdgeDataLoader(_SeedLoader):
     def __init__(self, g, eids, graph_sampler, device=None, exclude: str | Callable | None = None,
                  reverse_eids: torch.Tensor | None = None, reverse_etypes: dict | None = None, negative_sampler=None,
                  batch_size: int = 1, shuffle: bool = False, drop_last: bool = False,
-                 generator: torch.Generator | None = None, num_workers: int = 0, queue_size: int | None = None):
-        _check_device(device)
+                 generator: torch.Generator | None = None, num_workers: int = 0, queue_size: int | None = None,
+                 pin_prefetcher: bool | None = None, use_alternate_streams: bool | None = None):
         if isinstance(graph_sampler, EdgePredictionSampler):
             if any(x is not None for x in (exclude, reverse_eids, reverse_etypes, negative_sampler)):
                 raise InputError("give exclude/reverse_eids/negative_sampler to as_edge_prediction_sampler or to "
@@ -127,7 +144,8 @@ class DistEdgeDataLoader(_SeedLoader):
         else:
             edge_sampler = EdgePredictionSampler(graph_sampler, exclude, reverse_eids, reverse_etypes, negative_sampler)
         seeds = homogeneous_ids(g, eids, "eids", "edge", masks=True)
-        super().__init__(EdgeCollator(g, edge_sampler), seeds, batch_size, shuffle, drop_last, generator)
+        super().__init__(EdgeCollator(g, edge_sampler), seeds, batch_size, shuffle, drop_last, generator,
+                         _mover(device, edge_sampler.sampler, pin_prefetcher, use_alternate_streams))
 
 
 def DataLoader(graph, indices, graph_sampler, device=None, use_ddp: bool = False, ddp_seed: int = 0,  # noqa: N802
@@ -136,10 +154,14 @@ def DataLoader(graph, indices, graph_sampler, device=None, use_ddp: bool = False
                num_workers: int = 0, generator: torch.Generator | None = None):
     """DGL's generic `DataLoader`: an edge loader for an edge-prediction sampler, else a node
     loader. With `use_ddp`, each torch.distributed rank takes its own contiguous share of
-    `indices` (DGL's takes a fresh share each epoch). GPU options are refused."""
-    if use_uva or pin_prefetcher or use_alternate_streams or gpu_cache:
-        raise InputError("use_uva, pin_prefetcher, use_alternate_streams and gpu_cache need a GPU; mini-batches "
-                         "are made on the CPU here")
+    `indices` (DGL's takes a fresh share each epoch). Batches are always made ahead of the
+    step (`use_prefetch_thread` is accepted); `use_uva` and `gpu_cache` are refused."""
+    if use_uva:
+        raise InputError("use_uva samples on the GPU, and graphs are sampled on the CPU here (in C, and by the "
+                         "servers of other machines): leave use_uva False and pass device= to move the batches")
+    if gpu_cache:
+        raise InputError("gpu_cache needs HugeCTR's GPU cache, which distgraph does not use: leave gpu_cache None "
+                         "(features come with each batch, moved to device=)")
     if use_ddp:
         import torch.distributed as tdist
 
@@ -148,7 +170,7 @@ def DataLoader(graph, indices, graph_sampler, device=None, use_ddp: bool = False
         indices = ids[r * ids.numel() // w:(r + 1) * ids.numel() // w]
     loader = DistEdgeDataLoader if isinstance(graph_sampler, EdgePredictionSampler) else DistNodeDataLoader
     return loader(graph, indices, graph_sampler, device, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
-                  generator=generator)
+                  generator=generator, pin_prefetcher=pin_prefetcher, use_alternate_streams=use_alternate_streams)
 
 
 NodeDataLoader = DistNodeDataLoader  # DGL 0.x's names
@@ -173,7 +195,7 @@ class DistDataLoader(_SeedLoader):
 
     def __init__(self, dataset, batch_size: int, shuffle: bool = False, collate_fn: Callable | None = None,
                  drop_last: bool = False, queue_size: int | None = None):
-        super().__init__(_CollateFn(collate_fn), dataset, batch_size, shuffle, drop_last, None)
+        super().__init__(_CollateFn(collate_fn), dataset, batch_size, shuffle, drop_last, None, BatchMover(None))
 
     present = staticmethod(lambda batch: batch)  # whatever collate_fn made
 

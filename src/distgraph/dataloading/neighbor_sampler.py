@@ -10,6 +10,7 @@ import torch
 from ..block import EID, NID, Block, block_from_edges, first_occurrences, rows_in, with_types
 from ..errors import InputError
 from ..ids import as_id_tensor
+from .transfer import BatchMover, check_device
 
 
 def _fanout(f):
@@ -35,16 +36,16 @@ class NeighborSampler:
     those edges are drawn); `prefetch_node_feats`, `prefetch_labels` and `prefetch_edge_feats`
     name graph data that comes with each mini-batch, in `blocks[0].srcdata`,
     `blocks[-1].dstdata` and every block's `edata`: it is gathered where the batch is made (in
-    the sampler processes, beside training, when there are some). `output_device` must be the
-    CPU; `fused` is accepted (sampling is always one pass)."""
+    the sampler processes, beside training, when there are some). Blocks are made on the CPU;
+    `output_device` is where `sample` puts them, and a loader's default `device`; `fused` is
+    accepted (sampling is always one pass)."""
 
     def __init__(self, fanouts, edge_dir: str = "in", prob: str | None = None, mask: str | None = None,
                  replace: bool = False, prefetch_node_feats=None, prefetch_labels=None, prefetch_edge_feats=None,
                  output_device=None, fused: bool = True):
         if prob is not None and mask is not None:
             raise InputError("give NeighborSampler prob or mask, not both")
-        if output_device is not None and torch.device(output_device).type != "cpu":
-            raise InputError(f"mini-batches are made on the CPU; output_device {output_device!r} is not available")
+        self.output_device = None if output_device is None else check_device(output_device, "output_device")
         if edge_dir not in ("in", "out"):
             raise InputError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
         self.fanouts = [_fanout(f) for f in fanouts]
@@ -131,12 +132,13 @@ class NeighborSampler:
     def sample(self, g, seed_nodes, exclude_eids=None, generator: torch.Generator | None = None):
         """DGL's `sample`: (input_nodes, output_nodes, blocks) of `seed_nodes` on `g`, leaving
         out the edges `exclude_eids`, with the prefetched data attached (on a heterogeneous
-        graph, nodes and edges as {type: per-type ids}, and so the input and output nodes)."""
+        graph, nodes and edges as {type: per-type ids}, and so the input and output nodes),
+        on `output_device` when one is given."""
         from ..sampling.neighbor import homogeneous_ids
 
         exclude = None if exclude_eids is None else homogeneous_ids(g, exclude_eids, "exclude_eids", "edge")
         batch = self.sample_ids(g, homogeneous_ids(g, seed_nodes, "seed_nodes"), generator, exclude)
-        return typed_batch(batch)
+        return BatchMover(self.output_device).move(typed_batch(batch))
 
     def sample_ids(self, g, seeds: torch.Tensor, generator: torch.Generator | None = None,
                    drop_eids: torch.Tensor | None = None, drop_pairs: torch.Tensor | None = None):

@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from ..block import EID, NID, TypedData, TypeSpace, edge_type_of, edge_view, type_frame
+from ..block import EID, NID, TypedData, TypeSpace, edge_type_of, edge_view, once_each, type_frame
 from ..errors import InputError
 from ..ids import DEFAULT_ETYPE, DEFAULT_NTYPE
 from ..local_scope import LocalScope
@@ -106,13 +106,17 @@ class PairGraph(LocalScope):
         order = torch.argsort(t.node_type, stable=True)  # each node's position among its type's
         counts = torch.bincount(t.node_type, minlength=len(t.ntypes))
         index = torch.empty_like(order)
-        index[order] = torch.arange(order.numel()) - (torch.cumsum(counts, 0) - counts)[t.node_type[order]]
+        index[order] = self._positions(order.numel()) - (torch.cumsum(counts, 0) - counts)[t.node_type[order]]
         return index[self.edge_index[:, at]], at
 
     @property
     def nodes(self) -> TypeSpace:
         """DGL's `nodes`: `nodes[ntype].data` is that type's data, `nodes(ntype)` the local ids."""
-        return TypeSpace(self._n, lambda ntype=None: torch.arange(self.num_nodes(ntype)), "pair graph")
+        return TypeSpace(self._n, lambda ntype=None: self._positions(self.num_nodes(ntype)), "pair graph")
+
+    def _positions(self, n: int) -> torch.Tensor:
+        """0 .. n-1 on this pair graph's device."""
+        return torch.arange(n, device=self.edge_index.device)
 
     @property
     def edges(self) -> TypeSpace:
@@ -142,16 +146,24 @@ class PairGraph(LocalScope):
         self._e[c].update(func(_EdgeBatch(src, dst, self._e[c], u, v)))
 
     def to(self, device, **kwargs) -> "PairGraph":
+        """This pair graph with its arrays (ids and data) on `device` (itself when they are
+        there); `kwargs` go to each `Tensor.to` (`non_blocking=True`, ...)."""
         device = torch.device(device)
         if self.edge_index.device == device:
             return self
-        move = lambda x: None if x is None else x.to(device, **kwargs)  # noqa: E731
-        types = None if self.types is None else PairTypes(self.types.ntypes, self.types.canonical_etypes,
-                                                          *(move(a) for a in (self.types.node_type, self.types.node_tid,
-                                                                              self.types.edge_type, self.types.edge_tid)))
-        out = PairGraph(move(self.node_ids), *move(self.edge_index), move(self._eids), types)
-        out._n = {t: {k: v.to(device, **kwargs) for k, v in f.items()} for t, f in self._n.items()}
-        out._e = {c: {k: v.to(device, **kwargs) for k, v in f.items()} for c, f in self._e.items()}
+        return self.map_arrays(once_each(lambda t: t.to(device, **kwargs)))
+
+    def map_arrays(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "PairGraph":
+        """A pair graph whose every array (ids, types and data) is `fn` of this one's (see
+        `Block.map_arrays`)."""
+        opt = lambda x: None if x is None else fn(x)  # noqa: E731
+        t = self.types
+        types = None if t is None else PairTypes(t.ntypes, t.canonical_etypes,
+                                                 *(opt(a) for a in (t.node_type, t.node_tid, t.edge_type, t.edge_tid)))
+        out = PairGraph(fn(self.node_ids), *fn(self.edge_index), opt(self._eids))  # typed below: no per-type split
+        out.types = types
+        out._n = {k: {name: fn(v) for name, v in f.items()} for k, f in self._n.items()}
+        out._e = {c: {name: fn(v) for name, v in f.items()} for c, f in self._e.items()}
         return out
 
     def data_frames(self) -> dict[str, dict]:

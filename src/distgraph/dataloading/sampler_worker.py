@@ -12,6 +12,7 @@ import zmq
 from .. import DistGraph, initialize
 from ..cluster.env import ProcessEnv
 from ..distributed import exit_client
+from ..distributed.runtime import get_context
 from ..distributed.sampler_pool import ENDPOINT, worker_audience
 from ..rpc.wire import pack, unpack
 from .collate import collator_from_spec
@@ -33,6 +34,7 @@ def main() -> None:
         sock.send_multipart(pack({"error": f"{type(exc).__name__}: {exc}"}))
         raise
     sock.send_multipart(pack({"ready": True}))  # its lifeline ends this process with its trainer
+    client = get_context().client  # the rows each batch pulls from other machines count as its trainer's
     graphs: dict[str, DistGraph] = {}
     collators: dict[int, object] = {}  # spec id -> collator, or the error that building it raised
 
@@ -68,8 +70,10 @@ def main() -> None:
                 if isinstance(collator, str):
                     raise DistGraphError(f"this loader's settings cannot be used here: {collator}")
                 generator = torch.Generator().manual_seed(header["seed"])
+                before = dict(client.remote_rows)
                 out_header, out = encode(collator.collate(arrays[0], generator))
-                sock.send_multipart(pack({**ids, **out_header}, out))
+                pulled = {k: n - before.get(k, 0) for k, n in client.remote_rows.items() if n != before.get(k, 0)}
+                sock.send_multipart(pack({**ids, **out_header, "remote_rows": pulled}, out))
             except Exception as exc:  # report to the trainer, keep serving
                 sock.send_multipart(pack({**ids, "error": f"{type(exc).__name__}: {exc}"}))
     finally:

@@ -1,9 +1,9 @@
 """Distributed runtime, with what `dgl.distributed` offers under its names: `initialize`,
 `DistGraph`, distributed tensors and embeddings, partition policies, work splitting,
 sampling, the partition functions (DGL's return shapes), ranks and counts, the sparse
-optimizers and the loaders (names imported on first use, so the launcher, which needs none
-of them, stays light). One implementation behind each name: these are the same objects as
-`distgraph.X`."""
+optimizers, the loaders, a trainer's device and DDP set-up (names imported on first use, so
+the launcher, which needs none of them, stays light). One implementation behind each name:
+these are the same objects as `distgraph.X`."""
 
 from ..lazy import lazy_exports
 
@@ -14,6 +14,7 @@ _EXPORTS = {
     **{n: f".checkpoint:{n}" for n in ("CheckpointDir", "load_checkpoint", "save_checkpoint")},
     **{n: f".resume:{n}" for n in ("EpochCheckpoints", "model_digest")},
     "rank_order_allreduce_hook": ".ddp:rank_order_allreduce_hook",
+    **{n: f".devices:{n}" for n in ("data_parallel", "ddp_backend", "local_rank", "trainer_device")},
     **{n: f".preflight:{n}" for n in ("check_train_shares", "require_fields")},
     **{n: f".initializers:{n}" for n in ("Constant", "Initializer", "Normal", "Uniform", "Zeros")},
     **{n: f".policy:{n}" for n in ("EdgePartitionPolicy", "NodePartitionPolicy", "PartitionPolicy",

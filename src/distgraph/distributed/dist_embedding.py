@@ -2,7 +2,9 @@
 
 Calling it returns the rows of the given ids as a leaf tensor that requires grad and
 remembers them; after `backward()`, `distgraph.optim.SparseAdagrad`/`SparseAdam` sum the
-gradients of repeated ids and send one gradient per row to the servers that own it.
+gradients of repeated ids and send one gradient per row to the servers that own it. With a
+`device` (a trainer's GPU) the rows are gathered on the host and copied there (a pinned
+buffer, a `non_blocking` copy), and the gradients are summed there before they travel back.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Callable
 
 import torch
 
+from ..dataloading.transfer import BatchMover, check_device
 from ..ids import as_id_tensor
 from .dist_tensor import DistTensor
 from .initializers import Initializer
@@ -28,8 +31,10 @@ class DistEmbedding:
         self._trace: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def __call__(self, idx, device: torch.device | str = "cpu") -> torch.Tensor:
-        ids = as_id_tensor(idx, f"ids of DistEmbedding {self.name!r}")
-        rows = self._tensor[ids].to(device)
+        """The rows of `idx` (ids on any device) on `device`, traced for the sparse optimisers."""
+        ids = as_id_tensor(idx, f"ids of DistEmbedding {self.name!r}").cpu()
+        target = check_device(device)
+        rows = BatchMover(target, pin=target.type == "cuda").move(self._tensor[ids])
         if torch.is_grad_enabled():
             rows.requires_grad_(True)
             self._trace.append((ids, rows))
@@ -52,11 +57,14 @@ class DistEmbedding:
         self._trace = [(ids, rows) for ids, rows in self._trace if rows.grad is None]
 
     def gradients(self) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """(ids, gradient rows) of every traced lookup that received a gradient, concatenated."""
+        """(ids, gradient rows) of every traced lookup that received a gradient, concatenated,
+        on the device of the first one's gradient (where the optimiser sums them)."""
         pairs = [(ids, rows.grad) for ids, rows in self._trace if rows.grad is not None]
         if not pairs:
             return None
-        return torch.cat([p[0] for p in pairs]), torch.cat([p[1].to("cpu", torch.float32) for p in pairs])
+        device = pairs[0][1].device
+        return (torch.cat([ids.to(device, non_blocking=True) for ids, _ in pairs]),
+                torch.cat([grad.to(device, torch.float32) for _, grad in pairs]))
 
     @property
     def name(self) -> str:

@@ -51,5 +51,5 @@ def model_digest(model: torch.nn.Module) -> str:
     resumed run is checked against an uninterrupted one)."""
     h = hashlib.sha256()
     for p in model.parameters():
-        h.update(p.detach().contiguous().numpy().tobytes())
+        h.update(p.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()[:16]

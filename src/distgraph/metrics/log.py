@@ -39,8 +39,8 @@ class MetricsLog:
 
 
 def remote_rows() -> int:
-    """Rows this process has pulled from other machines' servers so far (all tensors): the
-    traffic a partitioning saves; 0 outside a job."""
+    """Rows this process, and its sampler processes for its batches, have pulled from other
+    machines' servers so far (all tensors): the traffic a partitioning saves; 0 outside a job."""
     from ..distributed.runtime import get_context, is_initialized
 
     return sum(get_context().client.remote_rows.values()) if is_initialized() else 0

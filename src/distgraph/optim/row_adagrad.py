@@ -44,12 +44,13 @@ class RowAdagrad:
         """Send the gradients of rows other machines hold now; returns the update of the rows
         in this process's memory, to run before they are read again (meanwhile the servers
         work, and requests sent after this one see their update). `ids` are sorted and
-        distinct, as `coalesce` returns them: each machine's rows are then one slice."""
+        distinct, as `coalesce` returns them: each machine's rows are then one slice. The
+        gradients may be on any device (a trainer's GPU): they are brought to the host."""
         h, hs = self.table._handle, self.state._handle
         here = [m for m in h.shm if m in hs.shm]
         h.check_mapped(here)
         hs.check_mapped(here)
-        grads = grads.to(torch.float32).contiguous()
+        ids, grads = ids.cpu(), grads.to("cpu", torch.float32).contiguous()
         if ids.numel() > 1 and not bool((ids[1:] > ids[:-1]).all()):
             raise InputError("RowAdagrad.step takes sorted distinct ids: coalesce(ids, grads) first")
         cuts = torch.searchsorted(ids, torch.tensor(h.bounds)).tolist()  # where each machine's rows start

@@ -1,8 +1,9 @@
 """`SparseAdagrad` and `SparseAdam` for `DistEmbedding`s (DGL's names and defaults).
 
-`step()` sums the gradients of repeated ids, then sends each embedding's unique rows and
-their gradients to the servers owning them, all slots at once; the servers apply the
-update with the optimiser state they keep beside the rows.
+`step()` sums the gradients of repeated ids where they are (a trainer's GPU, or the CPU),
+then sends each embedding's unique rows and their gradients to the servers owning them, all
+slots at once; the servers apply the update with the optimiser state they keep beside the
+rows.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from ..errors import InputError
 
 
 def coalesce(ids: torch.Tensor, grads: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unique sorted ids and the sum of the gradient rows of each."""
+    """Unique sorted ids and the sum of the gradient rows of each, on the device of `grads`
+    (`ids` are moved there)."""
+    ids = ids.to(grads.device)
     uniq, inverse = torch.unique(ids, sorted=True, return_inverse=True)
     if uniq.numel() == ids.numel():  # no repeats: reorder with a gather (faster than a scatter)
         order = torch.empty_like(inverse)
-        order[inverse] = torch.arange(inverse.numel())
+        order[inverse] = torch.arange(inverse.numel(), device=inverse.device)
         return uniq, grads.index_select(0, order)
-    return uniq, torch.zeros((uniq.numel(), *grads.shape[1:]), dtype=grads.dtype).index_add_(0, inverse, grads)
+    return uniq, grads.new_zeros((uniq.numel(), *grads.shape[1:])).index_add_(0, inverse, grads)
 
 
 class SparseOptimizer(abc.ABC):
@@ -56,8 +59,8 @@ class SparseOptimizer(abc.ABC):
                 found = emb.gradients()
                 emb.reset_trace()
                 if found is not None:
-                    ids, grads = coalesce(*found)
-                    emb.weight.push_rows(ids, grads, spec)
+                    ids, grads = coalesce(*found)  # on the gradients' device: fewer rows travel back
+                    emb.weight.push_rows(ids.cpu(), grads.cpu(), spec)
 
     def zero_grad(self) -> None:
         """Drop gradients already computed (see `DistEmbedding.zero_grad`)."""
