@@ -35,6 +35,16 @@ def pinned_memory() -> bool:
     return torch.cuda.is_available()
 
 
+def to_device(t: torch.Tensor, device: torch.device, pin: bool = True) -> torch.Tensor:
+    """`t` on `device`: itself when it is there; from the CPU to a CUDA device through pinned
+    host memory (`pin`) with a `non_blocking` copy."""
+    if t.device == device:
+        return t
+    if pin and t.device.type == "cpu" and device.type == "cuda" and not t.is_pinned():
+        t = t.pin_memory()
+    return t.to(device, non_blocking=True)
+
+
 def map_batch(batch, fn: Callable[[torch.Tensor], torch.Tensor]):
     """`batch` (tensors, dicts and sequences of them, blocks, pair graphs) with `fn` applied to
     every array; anything else is kept as it is."""
@@ -64,11 +74,7 @@ class BatchMover:
             self.stream = torch.cuda.Stream(device)
 
     def _copy(self, t: torch.Tensor) -> torch.Tensor:
-        if t.device == self.device:
-            return t
-        if self.pin and t.device.type == "cpu" and not t.is_pinned():
-            t = t.pin_memory()
-        return t.to(self.device, non_blocking=True)
+        return to_device(t, self.device, self.pin)
 
     def send(self, batch) -> tuple:
         """(the batch on its way to the device, the event its copies end with or None)."""

@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from ...cluster.env import kge_gpu_type
+from ...distributed.transfer import to_device  # noqa: F401 (the one copy to a device, used from here)
 from ...errors import InputError
 from ..config import gpu_ids
 
@@ -41,13 +42,6 @@ def use_device(device: torch.device) -> None:
     """Make `device` this process's current one (a CUDA device; nothing to do for others)."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
-
-
-def to_device(x: Tensor, device: torch.device) -> Tensor:
-    """`x` on `device`: through pinned memory without waiting, from the CPU to a CUDA device."""
-    if device.type == "cuda" and x.device.type == "cpu":
-        return x.pin_memory().to(device, non_blocking=True)
-    return x.to(device)
 
 
 def to_host(x: Tensor) -> Tensor:
