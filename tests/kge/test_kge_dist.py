@@ -103,3 +103,36 @@ def test_a_partition_that_does_not_fit_the_machines_is_one_clear_error(kg):
     wrong = _cli("kge", "dist-train", *data, *COMMON, "--path", str(root), "--ip_config", str(root / "ip.txt"),
                  cwd=root)
     assert wrong.returncode == 2 and "lists 3 machines but" in wrong.stderr and "has 2 partitions" in wrong.stderr
+
+
+def test_a_streamed_partition_reads_mapped_triples_without_mapping_them(kg, tmp_path):
+    """Triples in the loader's mapped file are partitioned through positioned reads
+    (`FileColumn`): the files written are byte for byte those of the same triples in memory."""
+    import dataclasses
+
+    import numpy as np
+
+    from distgraph.data.file_array import FileColumn
+    from distgraph.kge.data.formats import load_dataset
+    from distgraph.kge.data.partition import partition_kg, triple_columns
+
+    root, data = kg
+    kg_data = load_dataset(root, "planted", "raw_udd_hrt", data[data.index("--data_files") + 1:])
+    np.save(tmp_path / "train.npy", kg_data.train)
+    mapped = dataclasses.replace(kg_data, train=np.load(tmp_path / "train.npy", mmap_mode="r"))
+    heads, rels, tails = triple_columns(mapped.train)
+    assert isinstance(rels, FileColumn)
+    assert (heads[3:9] == kg_data.train[3:9, 0]).all() and (tails[:] == kg_data.train[:, 2]).all()
+    picked = np.array([7, 2, 2, 500])
+    assert (rels[picked] == kg_data.train[picked, 1]).all() and (np.asarray(rels) == kg_data.train[:, 1]).all()
+    outs = []
+    for i, d in enumerate((kg_data, mapped)):
+        out = tmp_path / f"out{i}"
+        partition_kg(d, 2, out, part_method="kaminpar", seed=3)
+        outs.append(out)
+    files = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file())
+    assert len(files) > 10 and files == sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
+    for f in files:
+        if f.suffix == ".json":
+            continue  # it records the seconds taken
+        assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes(), f

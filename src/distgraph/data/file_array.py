@@ -92,3 +92,34 @@ class FileArray:
             m = self.read(i, i + step).max()
             best = m if best is None or m > best else best
         return best
+
+
+class FileColumn:
+    """Column `col` of a `FileArray` of rows (a KG's head, relation or tail column), unmapped: a
+    slice is one read of its rows; indexing by ids reads the column whole once and keeps it (a
+    gather of rows spread over the file would read all of it on every call)."""
+
+    ndim = 1
+
+    def __init__(self, rows: FileArray, col: int, step: int = 1 << 22):
+        self.rows, self.col, self.step = rows, col, step
+        self.dtype, self.shape = rows.dtype, (len(rows),)
+        self._whole: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key) -> np.ndarray:
+        if self._whole is None and isinstance(key, slice) and key.step in (None, 1):
+            start, stop, _ = key.indices(len(self))
+            return np.ascontiguousarray(self.rows.read(start, stop)[:, self.col])
+        if self._whole is None:
+            self._whole = np.empty(len(self), dtype=self.dtype)
+            for i in range(0, len(self), self.step):
+                self._whole[i:i + self.step] = self.rows.read(i, i + self.step)[:, self.col]
+        return self._whole[key]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        a = self[:]
+        return a if dtype is None else a.astype(dtype)
+
