@@ -166,3 +166,17 @@ def test_bare_distgraph_prints_the_help_and_version_prints_the_version(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"distgraph {distgraph.__version__}"
+
+
+def test_a_command_imports_its_own_parser_only():
+    """`distgraph partition` builds the partition command's parser alone (the other commands'
+    modules cost its start-up a tenth of a second); bare `distgraph` still lists every command."""
+    code = ("import sys\nfrom distgraph.cli.main import main\ntry:\n    main(['partition', '--help'])\n"
+            "except SystemExit:\n    pass\nprint(sorted(m for m in sys.modules if m.startswith('distgraph.cli.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded = done.stdout.strip().splitlines()[-1]
+    assert "'distgraph.cli.partition'" in loaded and "'distgraph.cli.kge'" not in loaded, loaded
+    assert "'distgraph.cli.launch'" not in loaded and "usage: distgraph partition" in done.stdout
+    listed = subprocess.run([sys.executable, "-m", "distgraph.cli.main"], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and all(c in listed.stdout for c in ("partition", "launch", "kge", "generate"))
