@@ -9,14 +9,14 @@ from functools import lru_cache
 from itertools import chain, repeat
 from pathlib import Path
 
-import psutil
-
 from ..errors import DistGraphError
 
 
 @lru_cache(maxsize=None)
 def local_addresses() -> frozenset[str]:
     """Every address of this host's interfaces."""
+    import psutil  # here: every command that reads an ip_config would otherwise import it to start
+
     found = {a.address.split("%")[0] for addrs in psutil.net_if_addrs().values() for a in addrs
              if a.family in (socket.AF_INET, socket.AF_INET6)}
     return frozenset(found)
@@ -41,6 +41,8 @@ def interface_of(host: str) -> str | None:
         addrs = {info[4][0].split("%")[0] for info in socket.getaddrinfo(host, None)}
     except socket.gaierror:
         return None
+    import psutil
+
     for name, entries in psutil.net_if_addrs().items():
         if any(a.address.split("%")[0] in addrs for a in entries):
             return name

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from xml.sax.saxutils import escape
+from html import escape
 
 
 @dataclass

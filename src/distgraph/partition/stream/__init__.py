@@ -1,8 +1,15 @@
 """Partitioning graphs one process cannot hold: edges read as a stream, only per-node arrays and
-one bucket of edges in memory, the same output format as `partition_graph`."""
+one bucket of edges in memory, the same output format as `partition_graph` (names imported on
+first use: opening an input does not load the writer)."""
 
-from .source import StreamSource, from_array_graph, from_chunked, from_npz, from_ogb_binary, open_source
-from .writer import STREAM_METHODS, kaminpar_assign, partition_stream
+from ...lazy import lazy_exports
 
-__all__ = ["STREAM_METHODS", "StreamSource", "from_array_graph", "from_chunked", "from_npz", "from_ogb_binary",
-           "kaminpar_assign", "open_source", "partition_stream"]
+_EXPORTS = {
+    "StreamSource": ".source:StreamSource", "from_array_graph": ".source:from_array_graph",
+    "from_chunked": ".source:from_chunked", "from_npz": ".source:from_npz",
+    "from_ogb_binary": ".source:from_ogb_binary", "open_source": ".source:open_source",
+    "STREAM_METHODS": ".writer:STREAM_METHODS", "kaminpar_assign": ".writer:kaminpar_assign",
+    "partition_stream": ".writer:partition_stream",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)
