@@ -101,18 +101,26 @@ class EntityPartitions:
                 return s, p
         raise InputError(f"no room for another entity partition: the {len(self.slots)} in memory are all in use")
 
+    def _claim_slot(self, keep: set[int]) -> tuple[int, int | None]:
+        """A slot for another partition, holding no partition of `keep`: the partition it held
+        leaves memory; (the slot, that partition if it changed and must be written back first)."""
+        slot, old = self._free_slot(keep)
+        if old is None:
+            return slot, None
+        del self.held[old]
+        if old not in self.dirty:
+            return slot, None
+        self.dirty.discard(old)
+        return slot, old
+
     def _start_read(self, p: int, keep: set[int]) -> None:
         """Read partition p in the I/O thread into a slot holding no partition of `keep` (the one
         it held written back first, if it changed)."""
-        slot, old = self._free_slot(keep)
-        write_back = old is not None and old in self.dirty
-        if old is not None:
-            del self.held[old]
-            self.dirty.discard(old)
+        slot, old = self._claim_slot(keep)
         fresh = p in self.fresh
 
         def load() -> None:
-            if write_back:
+            if old is not None:
                 self._write_back(old, slot)
             self._read_into(p, slot, fresh)
 
@@ -203,13 +211,10 @@ class EntityPartitions:
             self._settle()  # a write-back may be in flight
             if p in self._pending:
                 slot, _ = self._pending.pop(p)
-            else:
-                slot, old = self._free_slot({p})
+            else:  # here, not in the I/O thread: `close` may have ended it
+                slot, old = self._claim_slot({p})
                 if old is not None:
-                    if old in self.dirty:
-                        self._write_back(old, slot)
-                        self.dirty.discard(old)
-                    del self.held[old]
+                    self._write_back(old, slot)
                 self._read_into(p, slot, p in self.fresh)
             self.held[p] = slot
         return self._view(p)[0]
