@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 import torch
 
@@ -205,6 +206,60 @@ def test_plan_roles_ranks_and_ssh_for_other_hosts(parts, tmp_path, monkeypatch):
     assert "StrictHostKeyChecking=accept-new" in argv and ["-p", "2222"] == argv[argv.index("-p"):argv.index("-p") + 2]
     assert ["-i", "/keys/id"] == argv[argv.index("-i"):argv.index("-i") + 2]
     assert t3.env["DISTGRAPH_HOST_SHM"] == "0" and t3.command == "python3 train.py"
+
+
+def test_a_plan_of_forked_trainers_starts_one_trainer_process_a_machine(parts, tmp_path):
+    from distgraph.launch import LaunchOptions, make_plan
+
+    (tmp_path / "ip.txt").write_text("127.0.0.1 5000\n127.0.0.1 5001\n")
+    plan = make_plan(LaunchOptions(workspace=str(tmp_path), command="python3 -m worker", part_config=str(parts[2]),
+                                   ip_config="ip.txt", num_trainers=3, fork_trainers=True))
+    assert [p.label for p in plan.processes] == ["0/server/0", "1/server/0", "0/trainer/0", "1/trainer/3"]
+    head = plan.processes[-1]
+    assert (head.env["RANK"], head.env["LOCAL_RANK"], head.env["WORLD_SIZE"], head.env["DISTGRAPH_NUM_TRAINERS"],
+            head.env["DISTGRAPH_FORK_TRAINERS"]) == ("3", "0", "6", "3", "3")
+    assert "DISTGRAPH_FORK_TRAINERS" not in plan.processes[0].env
+
+
+FAMILY = """
+import os, sys, time
+from pathlib import Path
+os.environ.update(RANK="4", LOCAL_RANK="0", DISTGRAPH_FORK_TRAINERS="3")
+from distgraph.launch.family import start_family
+family = start_family()
+rank, out = int(os.environ["RANK"]), Path(sys.argv[1])
+say = lambda text: os.write(1, (text + "\\n").encode())  # one line in one write: the forks share the pipe
+say(f"rank {rank} local {os.environ['LOCAL_RANK']} forks {os.environ.get('DISTGRAPH_FORK_TRAINERS')} {family.label}")
+if sys.argv[2] == "fail":
+    if rank == 5:
+        time.sleep(0.5)  # after rank 6 has ended
+        sys.exit(7)
+    if rank == 4:
+        time.sleep(600)  # still training: the fork's failure must end it
+if rank != 4:
+    time.sleep(0.3)
+    (out / f"done{rank}").touch()
+code = family.finish(0)
+say(f"rank {rank} finished {code} after {sorted(p.name for p in out.iterdir())}")
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("outcome", ["succeed", "fail"])
+def test_forked_trainers_take_their_ranks_and_the_first_failure_ends_the_family(tmp_path, outcome):
+    done = subprocess.run([sys.executable, "-c", FAMILY, str(tmp_path), outcome], capture_output=True, text=True,
+                          timeout=120, env=child_env())
+    lines = done.stdout.splitlines()
+    assert {"rank 4 local 0 forks 3 trainer 4: ", "rank 5 local 1 forks None trainer 5: ",
+            "rank 6 local 2 forks None trainer 6: "} <= set(lines), lines
+    if outcome == "succeed":  # the launched process ends after its forks, with their codes
+        assert done.returncode == 0, done.stderr
+        assert "rank 4 finished 0 after ['done5', 'done6']" in lines
+    else:  # the parent, asleep, ended with the failed fork's code
+        assert done.returncode == 7 and not any(x.startswith("rank 4 finished") for x in lines), done.stdout
+    assert child_processes() == []
+    left = [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
+    assert left == []
 
 
 @pytest.mark.parametrize("num_samplers", [0, 1])

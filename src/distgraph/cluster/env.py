@@ -42,6 +42,7 @@ FEATURES_ON_DISK = "DISTGRAPH_FEATURES_ON_DISK"  # 1: serve partition node/edge 
 WATCH_TRAINERS = "DISTGRAPH_WATCH_TRAINERS"  # 1: servers (of `distgraph serve`) end when a trainer goes away
 ERROR_LINES = "DISTGRAPH_ERROR_LINES"  # 1: the launcher reads project errors as marked lines (`error_lines`)
 KGE_GPU_TYPE = "DISTGRAPH_KGE_GPU_TYPE"  # the device type KGE's --gpu ids name: cuda (unset), or cpu
+FORK_TRAINERS = "DISTGRAPH_FORK_TRAINERS"  # trainers: this process forks its machine's N - 1 others (`launch.family`)
 # torchrun's: a trainer it starts takes its machine id (node rank) and trainers per machine from them
 TORCHRUN_NODE_RANK, TORCHRUN_LOCAL_WORLD_SIZE = "GROUP_RANK", "LOCAL_WORLD_SIZE"
 TORCHRUN_AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"  # True: torchrun's agent already hosts the rendezvous store
@@ -201,6 +202,11 @@ class ProcessEnv:
         if not filled.ip_config:
             raise InputError(f"no ip_config: set {IP_CONFIG} or pass ip_config (`distgraph launch` does both)")
         return filled
+
+
+def fork_trainers(env: Mapping[str, str] = os.environ) -> int:
+    """How many of its machine's trainers this process becomes by forking (1: itself alone)."""
+    return _int(env, FORK_TRAINERS, 1, minimum=1)
 
 
 def features_on_disk(env: Mapping[str, str] = os.environ) -> bool:

@@ -82,7 +82,12 @@ def _relay(reporter: Reporter):
     """The launcher's output sink of a KGE job: events to the reporter, other lines printed."""
     def sink(label: str, is_err: bool, text: str) -> None:
         if text.startswith(EVENT):
-            reporter(tuple(json.loads(text[len(EVENT):])))
+            try:
+                event = tuple(json.loads(text[len(EVENT):]))
+            except ValueError:  # not an event after all: shown as it came
+                reporter.write(f"[{label}] {text}", err=is_err)
+                return
+            reporter(event)
         elif not text.endswith(SERVING):
             reporter.write(f"[{label}] {text}", err=is_err)
     return sink
@@ -97,7 +102,7 @@ def _launch(cfg: TrainConfig, save_dir: Path | None, reporter: Reporter, workspa
     envs += [f"{KGE_GPU_TYPE}={kge_gpu_type()}"] if KGE_GPU_TYPE in os.environ else []
     opts = LaunchOptions(workspace=workspace, command=f"{sys.executable} -m distgraph.kge.train.worker",
                          part_config=part_config, ip_config=ip_config, num_trainers=trainers,
-                         num_omp_threads=cfg.num_thread, ssh=ssh, extra_envs=envs)
+                         num_omp_threads=cfg.num_thread, ssh=ssh, extra_envs=envs, fork_trainers=True)
     code = run(make_plan(opts), opts.ssh, _relay(reporter))
     if code:
         raise DistGraphError(f"KGE training stopped (exit code {code}); the messages above say why")

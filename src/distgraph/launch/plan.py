@@ -55,6 +55,7 @@ class LaunchOptions:
     extra_envs: list[str] = field(default_factory=list)
     master_port: int | None = None
     scheduler: str = "ssh"  # ssh: ip_config's hosts over ssh; slurm: the allocation's nodes through srun
+    fork_trainers: bool = False  # one process a machine, forking its other trainers once imported (`family`)
 
 
 @dataclass
@@ -211,9 +212,11 @@ def make_plan(opts: LaunchOptions, serve: int | None = None) -> Plan:
         base = {**common, E.MACHINE_ID: str(m), E.ROLE: "trainer", "OMP_NUM_THREADS": str(omp),
                 "MASTER_ADDR": master, "MASTER_PORT": str(master_port),
                 "WORLD_SIZE": str(len(machines) * opts.num_trainers), "LOCAL_WORLD_SIZE": str(opts.num_trainers)}
-        for i in range(opts.num_trainers):
+        for i in range(1 if opts.fork_trainers else opts.num_trainers):
             rank = m * opts.num_trainers + i
             env = {**base, "RANK": str(rank), "LOCAL_RANK": str(i)}
+            if opts.fork_trainers:  # it becomes the machine's every trainer
+                env[E.FORK_TRAINERS] = str(opts.num_trainers)
             procs.append(ProcessSpec(m, "trainer", rank, spec.ip, local[m], opts.command, env))
     return Plan(procs, machines, local, session, str(workspace) if workspace.is_dir() else opts.workspace, check,
                 via, files)

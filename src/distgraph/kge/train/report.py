@@ -37,8 +37,10 @@ def read_job() -> tuple[TrainConfig, str | None]:
 
 
 def emit_line(msg: tuple) -> None:
-    """Send one event to the starting process."""
-    print(EVENT + json.dumps(list(msg)), flush=True)
+    """Send one event to the starting process: one line in one write, whole even when the
+    machine's forked trainers share the pipe (`launch.family`; a pipe takes up to 4 kB at once)."""
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (EVENT + json.dumps(list(msg)) + "\n").encode())
 
 
 class Reporter:

@@ -35,6 +35,7 @@ from ...distributed import exit_client, get_context, initialize
 from ...distributed.checkpoint import CheckpointDir
 from ...distributed.runtime import all_gather, barrier
 from ...errors import DistGraphError, InputError
+from ...launch.family import start_family
 from ...malloc import keep_freed_memory, release_freed_memory
 from ...partition import load_partition
 from ...partition.layout import PartitionConfig
@@ -314,14 +315,16 @@ def run_trainer(cfg: TrainConfig, save_dir: str | None, emit: Emit) -> None:
     Trainer(cfg, save_dir, emit).run()
 
 
-def main() -> int:
-    """`python -m distgraph.kge.train.worker`: a trainer of a launched KGE job."""
+def main(label: str = "") -> int:
+    """`python -m distgraph.kge.train.worker`: a trainer of a launched KGE job (`label` starts
+    its error message: which trainer, where forked trainers share their output)."""
     try:
         cfg, save_dir = read_job()
         initialize()
         run_trainer(cfg, save_dir, emit_line)
     except DistGraphError as exc:
-        print(f"distgraph kge: error: {exc}", file=sys.stderr, flush=True)
+        sys.stderr.write(f"distgraph kge: error: {label}{exc}\n")  # one write: a shared pipe keeps it whole
+        sys.stderr.flush()
         return 2
     finally:
         exit_client()
@@ -331,6 +334,7 @@ def main() -> int:
 if __name__ == "__main__":
     gc.freeze()  # the modules' objects live as long as the process: later collections, and exit's, skip them
     gc.enable()
-    code = main()
+    family = start_family()  # the machine's other trainers, forked now that torch is imported
+    code = family.finish(main(family.label))
     gc.freeze()  # and what the run made: exit need not walk it (with torch's, that took 1-3 s)
     sys.exit(code)
