@@ -361,3 +361,36 @@ def test_to_block_groups_interleaved_edges_by_destination_stably(kernel_path):
     assert b.edge_index[1].tolist() == [0, 0, 0, 1, 1, 2, 2]
     assert b.eids.tolist() == [0, 3, 6, 2, 5, 1, 4]
     assert b.src_nodes[b.edge_index[0]].tolist() == [20, 23, 26, 22, 25, 21, 24]
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("typed", [False, True])
+def test_edges_of_several_parts_merge_into_seed_order(native, typed, monkeypatch):
+    """Each part answers for its own seeds, edges seed after seed: merged, every seed's edges come
+    in its position's order, each part's run kept as it came (C, and the torch path without it)."""
+    from distgraph.sampling import local
+
+    if not native:
+        monkeypatch.setattr(local, "kernels", lambda: None)
+    g = torch.Generator().manual_seed(5)
+    n = 500
+    seeds = torch.randperm(10_000, generator=g)[:n]
+    owner = torch.randint(0, 3, (n,), generator=g)
+    counts = torch.randint(0, 6, (n,), generator=g)
+    runs, want = [], {}
+    for k in range(3):
+        pos = torch.nonzero(owner == k).flatten()
+        c = counts[pos]
+        total = int(c.sum())
+        src, eids = torch.randint(0, 10_000, (total,), generator=g), torch.randint(0, 99_999, (total,), generator=g)
+        etype = torch.randint(0, 4, (total,), generator=g) if typed else None
+        runs.append(local.SeedRuns(pos, c, src, eids, etype))
+        at = 0
+        for p, m in zip(pos.tolist(), c.tolist()):
+            want[p] = [(int(src[at + j]), int(eids[at + j]), int(etype[at + j]) if typed else None) for j in range(m)]
+            at += m
+    e = local.SampledEdges.merged(seeds, runs)
+    got = list(zip(e.src.tolist(), e.eids.tolist(), e.etype.tolist() if typed else [None] * e.src.numel()))
+    assert got == [edge for p in range(n) for edge in want[p]]
+    assert e.seed_pos.tolist() == torch.arange(n).repeat_interleave(counts).tolist()
+    assert torch.equal(e.dst, seeds.repeat_interleave(counts))

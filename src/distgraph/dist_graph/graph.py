@@ -27,7 +27,7 @@ from ..partition import Partition, RangePartitionBook, load_partition
 from ..partition.layout import DataSpec, PartitionConfig, etype_key
 from ..rpc.wire import parse_dtype
 from ..sampling import SampledEdges
-from ..sampling.local import sample_partitions
+from ..sampling.local import SeedRuns, sample_partitions
 from ..sampling.remote import MAX_SEED
 from ..sampling.weights import edge_weights
 
@@ -345,20 +345,23 @@ class DistGraph:
         at = {m: torch.nonzero(owner == m).flatten() for m in others if m not in jobs}
         requests = [(m, {**header, "seed": draws[m]}, [seeds.index_select(0, pos)]) for m, pos in at.items()]
         here, replies = client.overlap(requests, lambda: sample_partitions(jobs, seeds, owner, fanout, replace))
-        parts = [here]
+        if not at:
+            return here
+        runs = [here.runs(seeds.numel())]
         typed = isinstance(fanout, torch.Tensor)
         for (m, pos), rep in zip(at.items(), replies):
-            arrays = rep.arrays
+            arrays = rep.arrays  # each edge's source and id (and type), and how many edges each seed has
             well_formed = (len(arrays) == 3 + typed and all(a.dtype == torch.int64 and a.dim() == 1 for a in arrays)
-                           and len({a.numel() for a in arrays}) == 1)
-            if not well_formed or (arrays[2].numel() and not 0 <= int(arrays[2].min()) <= int(arrays[2].max())
-                                   < pos.numel()) or (typed and arrays[3].numel() and not 0 <= int(arrays[3].min())
-                                                      <= int(arrays[3].max()) < fanout.numel()):
+                           and arrays[2].numel() == pos.numel()
+                           and len({a.numel() for i, a in enumerate(arrays) if i != 2}) == 1)
+            if not well_formed or (pos.numel() and (int(arrays[2].min()) < 0 or int(arrays[2].sum())
+                                                    != arrays[0].numel())) or \
+                    (typed and arrays[3].numel() and not 0 <= int(arrays[3].min()) <= int(arrays[3].max())
+                     < fanout.numel()):
                 raise DistGraphError(f"machine {m} answered a sampling request with malformed arrays")
-            src, eids, seed_pos, *etype = arrays
-            parts.append(SampledEdges(src, None, eids, pos.index_select(0, seed_pos), seeds,
-                                      etype[0] if etype else None))
-        return SampledEdges.cat(parts)
+            src, eids, counts, *etype = arrays
+            runs.append(SeedRuns(pos, counts, src, eids, etype[0] if etype else None))
+        return SampledEdges.merged(seeds, runs)
 
     def __repr__(self) -> str:
         return (f"DistGraph({self.graph_name!r}, num_nodes={self.num_nodes()}, num_edges={self.num_edges()}, "

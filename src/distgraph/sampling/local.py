@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+from dataclasses import dataclass
+
 import torch
 
 from ..block import EID
@@ -9,6 +12,7 @@ from ..errors import InputError
 from ..tensor_graph import Graph
 from ..ids import as_id_tensor, resolve_etype
 from ..partition import Partition
+from ..native import kernels
 from .kernel import Csc, sample_csc_ids, sample_uniform_native
 from .weights import SlotWeights
 
@@ -88,19 +92,44 @@ class SampledEdges:
             self._dst = self._seeds.index_select(0, self.seed_pos)
         return self._dst
 
+    def runs(self, num_seeds: int) -> "SeedRuns":
+        """These edges (grouped by seed position, ascending) as `SeedRuns`: the positions they
+        were drawn for and how many each."""
+        counts = torch.bincount(self.seed_pos, minlength=num_seeds)
+        pos = torch.nonzero(counts).flatten()
+        return SeedRuns(pos, counts.index_select(0, pos), self.src, self.eids, self.etype)
+
     @staticmethod
-    def cat(parts: list["SampledEdges"]) -> "SampledEdges":
-        """The edges of all parts; positions are kept only if every part has them (and they
-        must already refer to the same seeds)."""
-        if len(parts) == 1:
-            return parts[0]
-        pos = None if any(p.seed_pos is None for p in parts) else torch.cat([p.seed_pos for p in parts])
-        src, eids = (torch.cat([getattr(p, k) for p in parts]) for k in ("src", "eids"))
-        etype = None if any(p.etype is None for p in parts) else torch.cat([p.etype for p in parts])
-        seeds = parts[0]._seeds
-        if pos is not None and seeds is not None and all(p._seeds is seeds and p._dst is None for p in parts):
-            return SampledEdges(src, None, eids, pos, seeds, etype)
-        return SampledEdges(src, torch.cat([p.dst for p in parts]), eids, pos, None, etype)
+    def merged(seeds: torch.Tensor, runs: list["SeedRuns"]) -> "SampledEdges":
+        """The edges of several parts in seed order, grouped by seed as a block wants them: each
+        part answered for its own seeds (no seed in two parts), in the order of their positions,
+        so one pass over the seeds takes each one's run from its part (C), with no sort."""
+        n = seeds.numel()
+        counts = torch.zeros(n, dtype=torch.int64)
+        part_of = torch.full((n,), -1, dtype=torch.int64)
+        for k, r in enumerate(runs):
+            counts[r.pos] = r.counts
+            part_of[r.pos] = k
+        typed = runs[0].etype is not None
+        total = int(counts.sum())
+        lib = kernels()
+        if lib is None:
+            rows = torch.cat([r.pos.repeat_interleave(r.counts) for r in runs])
+            order = torch.argsort(rows, stable=True)
+            pick = lambda name: torch.cat([getattr(r, name) for r in runs]).index_select(0, order)  # noqa: E731
+            return SampledEdges(pick("src"), None, pick("eids"), rows.index_select(0, order), seeds,
+                                pick("etype") if typed else None)
+        arrays = [[r.src.contiguous(), r.eids.contiguous(), *([r.etype.contiguous()] if typed else [])]
+                  for r in runs]
+        table = [(ctypes.c_void_p * len(runs))(*(a[k].data_ptr() for a in arrays)) for k in range(2 + typed)]
+        out = [torch.empty(total, dtype=torch.int64) for _ in range(3 + typed)]
+        cursors = torch.empty(len(runs), dtype=torch.int64)  # held here while C writes to it
+        got = lib.merge_by_seed(n, part_of.data_ptr(), counts.data_ptr(), len(runs), table[0], table[1],
+                                table[2] if typed else None, out[0].data_ptr(), out[1].data_ptr(),
+                                out[3].data_ptr() if typed else None, out[2].data_ptr(), cursors.data_ptr())
+        if got != total:
+            raise RuntimeError(f"merging sampled edges wrote {got} of {total}")
+        return SampledEdges(out[0], None, out[1], out[2], seeds, out[3] if typed else None)
 
     def select(self, keep: torch.Tensor) -> "SampledEdges":
         """The edges where `keep` is true."""
@@ -109,6 +138,22 @@ class SampledEdges:
                            None if self.etype is None else self.etype[keep])
         out.graph_num_nodes, out.types = self.graph_num_nodes, self.types
         return out
+
+
+@dataclass
+class SeedRuns:
+    """One part's sampled edges, as it answers: the positions of the seeds it sampled (ascending,
+    in the seeds asked for), each one's number of edges, and the edges seed after seed."""
+
+    pos: torch.Tensor
+    counts: torch.Tensor
+    src: torch.Tensor
+    eids: torch.Tensor
+    etype: torch.Tensor | None = None
+
+    def edges(self, seeds: torch.Tensor) -> SampledEdges:
+        """These edges alone, each with its seed's position in `seeds`."""
+        return SampledEdges(self.src, None, self.eids, self.pos.repeat_interleave(self.counts), seeds, self.etype)
 
 
 def sample_graph(g: Graph, seeds, fanout, edge_dir: str = "in", replace: bool = False,
@@ -178,9 +223,9 @@ def sample_partitions(jobs: dict[int, tuple[Partition, torch.Generator | None, l
         if native is not None:
             seg, src, eids, *etype = native
             return SampledEdges(src, None, eids, seg, seeds, etype[0] if etype else None)
-    parts = []
+    runs = []
     for m, (part, gen, weights) in jobs.items():
         pos = torch.nonzero(owner == m).flatten()
         e = sample_partition(part, seeds.index_select(0, pos), fanout, replace, weights, gen)
-        parts.append(SampledEdges(e.src, None, e.eids, pos.index_select(0, e.seed_pos), seeds, e.etype))
-    return SampledEdges.cat(parts)
+        runs.append(SeedRuns(pos, torch.bincount(e.seed_pos, minlength=pos.numel()), e.src, e.eids, e.etype))
+    return runs[0].edges(seeds) if len(runs) == 1 else SampledEdges.merged(seeds, runs)

@@ -47,7 +47,8 @@ def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
         e = sample_partition(part, seeds, fanout, replace, edge_weights(store, part, prob), generator)
         typed = [] if e.etype is None else [e.etype]
-        return {}, [e.src, e.eids, e.seed_pos, *typed]  # each edge's destination is its seed, which the asker has
+        # each seed's number of edges: its edges come seed after seed, and the asker has the seeds
+        return {}, [e.src, e.eids, torch.bincount(e.seed_pos, minlength=seeds.numel()), *typed]
 
     def find_edges(header: dict, arrays: list) -> tuple[dict, list]:
         (eids,) = expect_arrays(arrays, 1, "find_edges")
