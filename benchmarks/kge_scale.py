@@ -447,10 +447,11 @@ class Bench:
         untrained = got["mrr"]
 
         results: dict[str, list[dict]] = {s: [] for s in systems}
+        dropped: set[str] = set()
         for rnd in range(a.rounds):
             order = systems[rnd % len(systems):] + systems[:rnd % len(systems)]
             for s in order:
-                if s in ("dglke", "pbg") and rnd >= a.peer_rounds.get(s, a.rounds):
+                if s in dropped or s in ("dglke", "pbg") and rnd >= a.peer_rounds.get(s, a.rounds):
                     continue
                 tag = f"{s}-r{rnd}"
                 if s in ("inmem", "p"):
@@ -473,7 +474,7 @@ class Bench:
                                                    f"{mb(r.peak_rss):,.0f} MB, load {r.load:.2f}")
                 results[s].append(got)
                 if "failed" in got and s in ("dglke", "pbg"):
-                    break  # a peer that cannot run the tier is not run again
+                    dropped.add(s)  # a peer that cannot run the tier is not run again; the others go on
         self.summarise(tier, results, threads, steps, untrained)
 
     def kge_partition(self, tier: Tier, data: Path, work: Path, logs: Path) -> None:
