@@ -34,9 +34,13 @@ class EntityPartitions:
         self.folder, self.bounds, self.dim, self.lr = Path(folder), np.asarray(bounds, dtype=np.int64), dim, lr
         self.num_parts = len(self.bounds) - 1
         self._bounds_t = torch.from_numpy(self.bounds)
-        rows = int(np.diff(self.bounds).max())
-        self.slots = [(torch.empty(rows, dim), torch.empty(rows)) for _ in range(min(SLOTS, self.num_parts))]
-        self.held: dict[int, int] = {}  # partition -> slot
+        self.slot_rows = rows = int(np.diff(self.bounds).max())
+        count = min(SLOTS, self.num_parts)
+        # one tensor of every slot's rows, so a gather from several partitions is one index_select
+        self._emb, self._state = torch.empty(count, rows, dim), torch.empty(count, rows)
+        self.slots = [(self._emb[s], self._state[s]) for s in range(count)]
+        self.held: dict[int, int] = {}  # partition -> slot (changed only by `_hold` and `_drop`)
+        self._slot_of = torch.full((self.num_parts,), -1, dtype=torch.int64)  # the same, for gathers
         self.dirty: set[int] = set()
         self._pending: dict[int, tuple[int, Future]] = {}  # partition -> (slot, its read in the I/O thread)
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distgraph-kge-io")
@@ -107,7 +111,7 @@ class EntityPartitions:
         slot, old = self._free_slot(keep)
         if old is None:
             return slot, None
-        del self.held[old]
+        self._drop(old)
         if old not in self.dirty:
             return slot, None
         self.dirty.discard(old)
@@ -126,6 +130,14 @@ class EntityPartitions:
 
         self._pending[p] = (slot, self._io.submit(load))
 
+    def _hold(self, p: int, slot: int) -> None:
+        self.held[p] = slot
+        self._slot_of[p] = slot
+
+    def _drop(self, p: int) -> None:
+        del self.held[p]
+        self._slot_of[p] = -1
+
     def _settle(self) -> None:
         """Wait for the I/O thread's work (reads stay pending until `use` takes them)."""
         for _, done in self._pending.values():
@@ -141,7 +153,7 @@ class EntityPartitions:
             if p in self._pending:
                 slot, done = self._pending.pop(p)
                 done.result()
-                self.held[p] = slot
+                self._hold(p, slot)
                 if p in self.fresh:  # made in memory: its files are written with its first write-back
                     self.fresh.discard(p)
                     self.dirty.add(p)
@@ -168,20 +180,17 @@ class EntityPartitions:
         return emb[:n], state[:n]
 
     def gather(self, ids: Tensor) -> Tensor:
-        """The rows of entity `ids`, all in resident partitions (a copy)."""
+        """The rows of entity `ids`, all in resident partitions (a copy): one index_select over
+        every slot's rows, at slot * rows + the id's offset in its partition."""
         if len(self.held) == 1:
             (p,) = self.held
             return self._view(p)[0][ids - int(self.bounds[p])]
         part = torch.searchsorted(self._bounds_t, ids, right=True) - 1
-        out = torch.empty(len(ids), self.dim)
-        placed = 0
-        for p in self.held:
-            mine = part == p
-            out[mine] = self._view(p)[0][ids[mine] - int(self.bounds[p])]
-            placed += int(mine.sum())
-        if placed != len(ids):
+        slot = self._slot_of.index_select(0, part)
+        if bool((slot < 0).any()):
             raise InputError("an entity row was asked for outside the bucket's partitions")
-        return out
+        at = slot * self.slot_rows + ids - self._bounds_t.index_select(0, part)
+        return self._emb.view(-1, self.dim).index_select(0, at)
 
     def update(self, ids: Tensor, grads: Tensor) -> None:
         """DGL-KE's row-wise Adagrad step on rows `ids` (sorted, distinct: `coalesce`d)."""
@@ -216,5 +225,5 @@ class EntityPartitions:
                 if old is not None:
                     self._write_back(old, slot)
                 self._read_into(p, slot, p in self.fresh)
-            self.held[p] = slot
+            self._hold(p, slot)
         return self._view(p)[0]
