@@ -54,7 +54,7 @@ def test_the_page_is_rendered_from_the_records(tmp_path):
     page = _page()
     text = page.render(RESULTS, tmp_path)
     assert text == PAGE.read_text(), "run `make bench-page` and commit the page"
-    assert (tmp_path / "partition.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "hetero_accuracy.png").read_bytes()[:4] == b"\x89PNG"  # a record with a plot
 
 
 def test_every_record_names_command_machine_date_and_peer():
