@@ -22,7 +22,8 @@ from ..data.formats import KGData
 from ..models import KGEModel, create_model
 from ..saved_model import SavedModel
 from .metrics import metric_sums
-from ..train.device import check_gpus, device_of, resident, to_device, to_host, use_device
+from ...distributed.transfer import to_device
+from ..train.device import check_gpus, device_of, resident, to_host, use_device
 from .ranking import Queries, TripleFilter, ranks, shard_counts
 
 Rows = Callable[[str, Tensor], Tensor]  # (table, ids) -> rows

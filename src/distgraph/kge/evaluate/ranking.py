@@ -27,7 +27,8 @@ from ...partition.layout import PartitionConfig
 from ...rpc.wire import WireError
 from ..models import KGEModel, create_model
 from ..saved_model import check_finite
-from ..train.device import to_device, to_host
+from ...distributed.transfer import to_device
+from ..train.device import to_host
 
 # Candidates scored at once: at most _MAX_BLOCK (a block of 4096 x 200 floats stays in cache
 # for its matmul), fewer when a model's (batch x block x dim) temporaries would pass 64 MB.

@@ -2,7 +2,7 @@
 on GPU `ids[i % len(ids)]`, otherwise the CPU; and moving rows there and back.
 
 Every step and ranking runs the same code on whichever device: tensors are moved with
-`to_device` / `to_host`, which are the identity on the CPU and pinned, non-blocking copies
+`distributed.transfer.to_device` / `to_host`, which are the identity on the CPU and pinned, non-blocking copies
 for a CUDA device. The device type that `--gpu` ids name is `cluster.env.kge_gpu_type`'s:
 `cuda`, or `cpu` to run the GPU path on CPUs (what the tests on machines without a GPU do)."""
 
@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from ...cluster.env import kge_gpu_type
-from ...distributed.transfer import to_device  # noqa: F401 (the one copy to a device, used from here)
+from ...distributed.transfer import to_device
 from ...errors import InputError
 from ..config import gpu_ids
 

@@ -22,10 +22,11 @@ from functools import partial
 import torch
 from torch import Tensor
 
+from ...distributed.transfer import to_device
 from ...kvstore.client import PendingPull
 from ...kvstore.kernels import row_adagrad
 from ...optim.sparse import coalesce
-from .device import to_device, to_host
+from .device import to_host
 from .tables import KGETables
 
 COPY_ELEMENTS = 1 << 22  # floats copied between the runtime's tables and the device at once

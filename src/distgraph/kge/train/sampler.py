@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ...distributed.transfer import to_device
 from ...errors import InputError
-from .device import to_device
 
 
 @dataclass

@@ -34,6 +34,7 @@ from torch import Tensor
 from ...distributed import exit_client, get_context, initialize
 from ...distributed.checkpoint import CheckpointDir
 from ...distributed.runtime import all_gather, barrier
+from ...distributed.transfer import to_device
 from ...errors import DistGraphError, InputError
 from ...launch.family import start_family
 from ...malloc import keep_freed_memory, release_freed_memory
@@ -45,7 +46,7 @@ from ..evaluate.link_prediction import eval_share, evaluate
 from ..evaluate.ranking import Queries, ShardRanker, model_spec
 from ..models import create_model
 from ..saved_model import RowBlocks, nonfinite_rows, refuse_nonfinite, save_model
-from .device import check_gpus, device_of, resident, to_device, use_device
+from .device import check_gpus, device_of, resident, use_device
 from .placement import DeviceTables, PendingRows
 from .report import emit_line, read_job
 from .sampler import Batch, ChunkSampler
