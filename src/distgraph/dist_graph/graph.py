@@ -347,19 +347,19 @@ class DistGraph:
         here, replies = client.overlap(requests, lambda: sample_partitions(jobs, seeds, owner, fanout, replace))
         if not at:
             return here
-        runs = [here.runs(seeds.numel())]
+        runs = [here.runs(torch.arange(seeds.numel()))]
         typed = isinstance(fanout, torch.Tensor)
         for (m, pos), rep in zip(at.items(), replies):
             arrays = rep.arrays  # each edge's source and id (and type), and how many edges each seed has
             well_formed = (len(arrays) == 3 + typed and all(a.dtype == torch.int64 and a.dim() == 1 for a in arrays)
-                           and arrays[2].numel() == pos.numel()
                            and len({a.numel() for i, a in enumerate(arrays) if i != 2}) == 1)
-            if not well_formed or (pos.numel() and (int(arrays[2].min()) < 0 or int(arrays[2].sum())
-                                                    != arrays[0].numel())) or \
-                    (typed and arrays[3].numel() and not 0 <= int(arrays[3].min()) <= int(arrays[3].max())
-                     < fanout.numel()):
+            if well_formed:
+                src, eids, counts, *etype = arrays
+                well_formed = (counts.numel() == pos.numel() and int(counts.sum()) == src.numel()
+                               and not bool((counts < 0).any()) and not (typed and etype[0].numel() and not (
+                                   0 <= int(etype[0].min()) and int(etype[0].max()) < fanout.numel())))
+            if not well_formed:
                 raise DistGraphError(f"machine {m} answered a sampling request with malformed arrays")
-            src, eids, counts, *etype = arrays
             runs.append(SeedRuns(pos, counts, src, eids, etype[0] if etype else None))
         return SampledEdges.merged(seeds, runs)
 

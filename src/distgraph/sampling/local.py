@@ -92,24 +92,26 @@ class SampledEdges:
             self._dst = self._seeds.index_select(0, self.seed_pos)
         return self._dst
 
-    def runs(self, num_seeds: int) -> "SeedRuns":
-        """These edges (grouped by seed position, ascending) as `SeedRuns`: the positions they
-        were drawn for and how many each."""
-        counts = torch.bincount(self.seed_pos, minlength=num_seeds)
-        pos = torch.nonzero(counts).flatten()
-        return SeedRuns(pos, counts.index_select(0, pos), self.src, self.eids, self.etype)
+    def runs(self, positions: torch.Tensor) -> "SeedRuns":
+        """These edges (grouped by seed position, ascending) as `SeedRuns`, where `positions`
+        maps the positions they were drawn for into the seeds of the merge."""
+        counts = torch.bincount(self.seed_pos, minlength=positions.numel())
+        return SeedRuns(positions, counts, self.src, self.eids, self.etype)
 
     @staticmethod
     def merged(seeds: torch.Tensor, runs: list["SeedRuns"]) -> "SampledEdges":
         """The edges of several parts in seed order, grouped by seed as a block wants them: each
         part answered for its own seeds (no seed in two parts), in the order of their positions,
         so one pass over the seeds takes each one's run from its part (C), with no sort."""
+        if len(runs) == 1:
+            r = runs[0]
+            return SampledEdges(r.src, None, r.eids, r.pos.repeat_interleave(r.counts), seeds, r.etype)
         n = seeds.numel()
         counts = torch.zeros(n, dtype=torch.int64)
         part_of = torch.full((n,), -1, dtype=torch.int64)
-        for k, r in enumerate(runs):
-            counts[r.pos] = r.counts
-            part_of[r.pos] = k
+        for k, r in enumerate(runs):  # a part's zero counts may name other parts' seeds: they add nothing
+            counts.index_add_(0, r.pos, r.counts)
+            part_of[r.pos[r.counts > 0]] = k
         typed = runs[0].etype is not None
         total = int(counts.sum())
         lib = kernels()
@@ -150,10 +152,6 @@ class SeedRuns:
     src: torch.Tensor
     eids: torch.Tensor
     etype: torch.Tensor | None = None
-
-    def edges(self, seeds: torch.Tensor) -> SampledEdges:
-        """These edges alone, each with its seed's position in `seeds`."""
-        return SampledEdges(self.src, None, self.eids, self.pos.repeat_interleave(self.counts), seeds, self.etype)
 
 
 def sample_graph(g: Graph, seeds, fanout, edge_dir: str = "in", replace: bool = False,
@@ -227,5 +225,5 @@ def sample_partitions(jobs: dict[int, tuple[Partition, torch.Generator | None, l
     for m, (part, gen, weights) in jobs.items():
         pos = torch.nonzero(owner == m).flatten()
         e = sample_partition(part, seeds.index_select(0, pos), fanout, replace, weights, gen)
-        runs.append(SeedRuns(pos, torch.bincount(e.seed_pos, minlength=pos.numel()), e.src, e.eids, e.etype))
-    return runs[0].edges(seeds) if len(runs) == 1 else SampledEdges.merged(seeds, runs)
+        runs.append(e.runs(pos))
+    return SampledEdges.merged(seeds, runs)
