@@ -96,14 +96,16 @@ class FileArray:
 
 class FileColumn:
     """Column `col` of a `FileArray` of rows (a KG's head, relation or tail column), unmapped: a
-    slice is one read of its rows; indexing by ids reads the column whole once and keeps it (a
-    gather of rows spread over the file would read all of it on every call)."""
+    slice is one read of its rows, shared with the sibling columns of `file_columns` (heads and
+    tails of the same rows are read once); indexing by ids reads the column whole once and keeps
+    it (a gather of rows spread over the file would read all of it on every call)."""
 
     ndim = 1
 
-    def __init__(self, rows: FileArray, col: int, step: int = 1 << 22):
+    def __init__(self, rows: FileArray, col: int, last: dict | None = None, step: int = 1 << 22):
         self.rows, self.col, self.step = rows, col, step
         self.dtype, self.shape = rows.dtype, (len(rows),)
+        self._last = {} if last is None else last  # (start, stop) -> rows of the latest slice read
         self._whole: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -112,7 +114,10 @@ class FileColumn:
     def __getitem__(self, key) -> np.ndarray:
         if self._whole is None and isinstance(key, slice) and key.step in (None, 1):
             start, stop, _ = key.indices(len(self))
-            return np.ascontiguousarray(self.rows.read(start, stop)[:, self.col])
+            if (start, stop) not in self._last:
+                self._last.clear()
+                self._last[start, stop] = self.rows.read(start, stop)
+            return np.ascontiguousarray(self._last[start, stop][:, self.col])
         if self._whole is None:
             self._whole = np.empty(len(self), dtype=self.dtype)
             for i in range(0, len(self), self.step):
@@ -123,3 +128,8 @@ class FileColumn:
         a = self[:]
         return a if dtype is None else a.astype(dtype)
 
+
+def file_columns(rows: FileArray) -> tuple[FileColumn, ...]:
+    """Every column of `rows`, sharing their latest slice: columns sliced alike read the rows once."""
+    last: dict = {}
+    return tuple(FileColumn(rows, c, last) for c in range(rows.shape[1]))

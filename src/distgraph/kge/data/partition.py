@@ -27,7 +27,7 @@ from ...partition import PartitionStats, partition_graph
 from ...partition.choose import Choice
 from ...partition.layout import PartitionConfig
 from ...partition.stream.buckets import Buckets, id_dtype
-from ...data.file_array import FileArray, FileColumn, unmapped
+from ...data.file_array import FileArray, file_columns, unmapped
 from .formats import KGData, write_dict
 
 KEY = "kge"
@@ -75,11 +75,11 @@ def _save(path: Path, array: np.ndarray) -> None:
 
 def triple_columns(train) -> tuple:
     """(heads, relations, tails) of the training triples. Triples in a file (the loader's mapped
-    cache) are read by positioned reads (`FileColumn`): a mapping would keep every page the
+    cache) are read by positioned reads (`file_columns`): a mapping would keep every page the
     partitioner's passes touched resident, 4 GB at Freebase's size."""
     rows = unmapped(train)
     if isinstance(rows, FileArray) and not rows.transposed:
-        return tuple(FileColumn(rows, i) for i in range(3))
+        return file_columns(rows)
     return train[:, 0], train[:, 1], train[:, 2]
 
 
