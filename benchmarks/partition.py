@@ -95,11 +95,12 @@ def command(graph: Path, parts: int, out: Path) -> dict:
            "--num_parts", str(parts), "--part_method", "metis", "--out", str(out)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    err = proc.stderr.read()  # to its end, which is the process's: a full pipe would stall it
+    proc.stderr.close()
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own CPU time and peak RSS
     seconds = time.perf_counter() - t0
     if status:
-        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.read().decode()[-2000:]}")
-    proc.stderr.close()
+        raise SystemExit(f"{' '.join(cmd)} failed: {err.decode(errors='replace')[-2000:]}")
     return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024}
 
 
@@ -144,15 +145,9 @@ def versus_dgl(python: str, graph: Path, tmp: Path, repeat: int) -> None:
     ours_s, ours_rss, theirs_s, theirs_rss = [], [], [], []
     for _ in range(repeat):
         shutil.rmtree(tmp / "ours", ignore_errors=True)
-        cmd = [sys.executable, "-m", "distgraph.cli.main", "partition", "--input", str(graph), "--graph_name", "g",
-               "--num_parts", "2", "--out", str(tmp / "ours")]
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS
-        ours_s.append(time.perf_counter() - t0)
-        if status:
-            raise SystemExit(f"{' '.join(cmd)} failed ({status})")
-        ours_rss.append(usage.ru_maxrss / 1024)
+        ours = command(graph, 2, tmp / "ours")
+        ours_s.append(ours["seconds"])
+        ours_rss.append(ours["peak_rss_mb"])
         done = subprocess.run([python, str(PEER_SCRIPT), "--method", "metis", "--parts", "2", "--npz", str(graph),
                                "--out-root", str(tmp / "dgl")], capture_output=True, text=True,
                               env={**os.environ, "DGLBACKEND": "pytorch"})
