@@ -153,8 +153,9 @@ class Run:
 class Watch:
     """Samples the process tree under `pid` every `interval` s (RSS summed, the largest process's
     RSS, anonymous memory summed; PSS summed, a page shared by several processes of the tree, as
-    PBG's partitions are, counted once, read when the RSS passes its last reading by 5 %, at most every 2 s) and the bytes under `folders` every `disk_interval` s; kills
-    the tree when the machine's available memory falls under `floor` bytes (a shared machine)."""
+    PBG's partitions are, counted once, read when the RSS passes its last reading by 5 %, at
+    most every 2 s) and the bytes under `folders` every `disk_interval` s; kills the tree when
+    the machine's available memory falls under `floor` bytes (a shared machine)."""
 
     def __init__(self, pid: int, folders: list[Path], interval: float = 0.2, disk_interval: float = 5.0,
                  floor: int = 1 << 30):
