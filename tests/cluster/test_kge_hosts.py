@@ -30,8 +30,8 @@ TRAIN = ("--model_name TransE_l2 --hidden_dim 1000 --gamma 4 --lr 0.3 --batch_si
 FILES = ["entities.dict", "relations.dict", "train.txt", "valid.txt", "test.txt"]
 
 
-def planted_with_room(root: Path) -> list[str]:
-    """udd_hrt files: PAIRS pairs among the first 2 x PAIRS of ENTITIES entities, (h, 0, t) for
+def planted_with_room(root: Path, entities: int = ENTITIES) -> list[str]:
+    """udd_hrt files: PAIRS pairs among the first 2 x PAIRS of `entities` entities, (h, 0, t) for
     each and its inverse (t, 1, h); the held-out triples are inverses whose forward one trains."""
     g = np.random.default_rng(0)
     perm = g.permutation(2 * PAIRS)
@@ -39,7 +39,7 @@ def planted_with_room(root: Path) -> list[str]:
     fwd = np.stack([heads, np.zeros(PAIRS, np.int64), tails], 1)
     inv = np.stack([tails, np.ones(PAIRS, np.int64), heads], 1)
     split = {"test.txt": inv[:100], "valid.txt": inv[100:200], "train.txt": np.concatenate([fwd, inv[200:]])}
-    (root / "entities.dict").write_text("".join(f"{i}\te{i}\n" for i in range(ENTITIES)))
+    (root / "entities.dict").write_text("".join(f"{i}\te{i}\n" for i in range(entities)))
     (root / "relations.dict").write_text("0\tto\n1\tback\n")
     for name, rows in split.items():
         np.savetxt(root / name, rows, fmt="%d", delimiter="\t")
@@ -57,23 +57,29 @@ def _mrr(out: str) -> float:
     return float(found.group(1))
 
 
+def _capped_dist_train(bed, data: list[str], flags: str) -> tuple[subprocess.CompletedProcess, list[int]]:
+    """`kge dist-train` of `data` started on the first host, every host in a CAP memory cgroup
+    (what ssh starts there is in it); the run and each host's peak memory."""
+    line = (f"cd {WORKSPACE} && DISTGRAPH_SESSION={new_session()} OMP_NUM_THREADS=1 {PY} -m distgraph.cli.main kge "
+            f"dist-train {' '.join(data)} --data_path {WORKSPACE} --path {WORKSPACE} --ip_config ip_config.txt "
+            f"--num_client_proc 1 --ssh_config {bed.ssh_config} {flags} --no_save_emb")
+    caps = [MemoryCap(CAP) for _ in bed.hosts]
+    try:
+        for cap, host in zip(caps, bed.hosts):
+            cap.add(host.sshd.pid)
+        done = subprocess.run(bed.ssh_argv(bed.hosts[0], line), capture_output=True, text=True, timeout=600,
+                              stdin=subprocess.DEVNULL)
+        return done, [cap.peak() for cap in caps]
+    finally:
+        for cap in caps:
+            cap.__exit__()
+
+
 def test_a_table_larger_than_each_host_trains_on_three_hosts_as_on_one(bed, tmp_path):
     assert TABLE > CAP
     data = ["--dataset", "planted", "--format", "udd_hrt", "--data_files", *planted_with_room(tmp_path)]
     partition_and_copy_kg(bed, tmp_path, data)
-    line = (f"cd {WORKSPACE} && DISTGRAPH_SESSION={new_session()} OMP_NUM_THREADS=1 {PY} -m distgraph.cli.main kge "
-            f"dist-train {' '.join(data)} --data_path {WORKSPACE} --path {WORKSPACE} --ip_config ip_config.txt "
-            f"--num_client_proc 1 --ssh_config {bed.ssh_config} {TRAIN} --no_save_emb")
-    caps = [MemoryCap(CAP) for _ in bed.hosts]
-    try:
-        for cap, host in zip(caps, bed.hosts):
-            cap.add(host.sshd.pid)  # what ssh starts on the host is in its cap
-        dist = subprocess.run(bed.ssh_argv(bed.hosts[0], line), capture_output=True, text=True, timeout=600,
-                              stdin=subprocess.DEVNULL)
-        peaks = [cap.peak() for cap in caps]
-    finally:
-        for cap in caps:
-            cap.__exit__()
+    dist, peaks = _capped_dist_train(bed, data, TRAIN)
     print(f"table {TABLE / 2**20:.0f} MiB; each host's peak (MiB):", [p >> 20 for p in peaks])
     assert dist.returncode == 0, dist.stdout[-3000:] + dist.stderr[-3000:]
     assert "[2][Train](200/200)" in dist.stdout, dist.stdout[-3000:]
@@ -85,3 +91,26 @@ def test_a_table_larger_than_each_host_trains_on_three_hosts_as_on_one(bed, tmp_
     three, single = _mrr(dist.stdout), _mrr(one.stdout)
     print(f"MRR: 3 hosts {three:.4f}, one host {single:.4f}")
     assert single > 0.5 and abs(three - single) <= 0.01
+
+
+DISK_ENTITIES = 900_000  # 3.6 GB of rows: each host's third is larger than its CAP
+
+
+def test_a_share_larger_than_each_host_trains_from_the_hosts_disks(bed, tmp_path):
+    """Each host's third of the entity table does not fit its memory cap: with
+    --num_entity_partitions 8, each host keeps its entities in 8 partitions on its disk, at
+    most 3 in memory, and the job trains in stages of buckets and ranks as well as the table
+    in memory does (the first test's job, at a third of the size)."""
+    share = DISK_ENTITIES * DIM * 4 // 3
+    assert share > CAP
+    data = ["--dataset", "planted", "--format", "udd_hrt", "--data_files",
+            *planted_with_room(tmp_path, DISK_ENTITIES)]
+    partition_and_copy_kg(bed, tmp_path, data)
+    dist, peaks = _capped_dist_train(bed, data, TRAIN.replace("--max_step 200", "--max_step 2000") +
+                                     " --num_entity_partitions 8")
+    print(f"each host's share {share / 2**20:.0f} MiB; its peak (MiB):", [p >> 20 for p in peaks])
+    assert dist.returncode == 0, dist.stdout[-3000:] + dist.stderr[-3000:]
+    assert "on disk in 8 partitions" in dist.stdout and "[2][Train](2000/2000)" in dist.stdout, dist.stdout[-3000:]
+    assert all(p <= CAP for p in peaks), peaks
+    print(f"MRR on the hosts' disks: {_mrr(dist.stdout):.4f}")
+    assert _mrr(dist.stdout) > 0.5, dist.stdout[-3000:]

@@ -220,3 +220,22 @@ def test_buckets_are_built_from_the_triples_file_without_mapping_it(tmp_path):
     held = build_buckets(triples, 500, 3, tmp_path / "held", chunk=777)
     assert np.array_equal(read.offsets, held.offsets)
     assert all(np.array_equal(read.triples((i, j)), held.triples((i, j))) for i in range(3) for j in range(3))
+
+
+def test_machines_partitions_become_slot_rows_of_the_partitions_held():
+    """Across machines (`dist_buckets`): each machine's range in Q partitions, and an entity id
+    maps to its row in its machine's slot, for partitions held only."""
+    from distgraph.kge.train.dist_buckets import SlotMap, stage_plan
+
+    plan = stage_plan(_cfg(Path("."), Path("."), num_entity_partitions=3), [(0, 10), (10, 17)], 100, 16, 0)
+    assert plan.bounds.tolist() == [0, 3, 6, 10, 12, 14, 17] and (plan.slots, plan.slot_rows) == (3, 4)
+    assert plan.table_rows == 24 and "each machine's share of the entity table (up to 10 entities)" in plan.why
+    slots = SlotMap(plan)
+    slots.set({0: {0: 2, 2: 0}, 1: {0: 1, 2: 2}})
+    assert slots(torch.tensor([0, 2, 6, 9, 10, 16])).tolist() == [8, 10, 0, 3, 16, 22]
+    assert slots.window(1, 2) == [8, 3, 14]  # rows 8.. of machine 1's share hold entities 14..16
+    with pytest.raises(InputError, match="outside the partitions the machines hold"):
+        slots(torch.tensor([4]))  # machine 0's partition 1 is on its disk
+    assert stage_plan(_cfg(Path("."), Path(".")), [(0, 10), (10, 17)], 100, 16, 0) is None  # in memory
+    with pytest.raises(InputError, match="more than a machine's 3 entities"):
+        stage_plan(_cfg(Path("."), Path("."), num_entity_partitions=4), [(0, 10), (10, 13)], 100, 16, 0)

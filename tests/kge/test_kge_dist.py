@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from distgraph.cluster.hosts import free_ports
 from leaks import new_session
+from test_kge_buckets import planted
 from test_kge_train import planted_pairs
 
 COMMON = ["--model_name", "TransE_l2", "--hidden_dim", "32", "--gamma", "4.0", "--lr", "0.3", "--batch_size", "128",
@@ -136,3 +137,53 @@ def test_a_streamed_partition_reads_mapped_triples_without_mapping_them(kg, tmp_
         if f.suffix == ".json":
             continue  # it records the seconds taken
         assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes(), f
+
+
+@pytest.mark.multiprocess
+def test_dist_train_with_each_machines_entities_on_its_disk_learns_and_saves(tmp_path):
+    """--num_entity_partitions across machines: each machine's entities in 2 partitions on its
+    disk, trained in stages of buckets; it learns the planted structure as the in-memory job
+    does, ranks through the servers' slots, saves every row in the original ids, and leaves no
+    partition files behind."""
+    root = planted(tmp_path)
+    data = ["--dataset", "planted", "--data_path", str(root), "--format", "udd_hrt", "--data_files",
+            "entities.dict", "relations.dict", "train.txt", "valid.txt", "test.txt"]
+    done = _cli("kge", "partition", *data, "-k", "2", "--part_method", "random", cwd=root)
+    assert done.returncode == 0, done.stderr
+    (root / "ip_config.txt").write_text("".join(f"127.0.0.1 {p} 1\n" for p in free_ports("127.0.0.1", 2)))
+    run = ["kge", "dist-train", *data, "--model_name", "TransE_l2", "--hidden_dim", "16", "--gamma", "6", "--lr",
+           "0.25", "--batch_size", "256", "--neg_sample_size", "32", "--batch_size_eval", "64", "--log_interval",
+           "10000", "--path", str(root), "--ip_config", str(root / "ip_config.txt"), "--num_client_proc", "1",
+           "--test", "--seed", "3"]
+    disk = _cli(*run, "--max_step", "600", "--num_entity_partitions", "2", "--save_path", "disk", cwd=root)
+    assert disk.returncode == 0, disk.stdout[-3000:] + disk.stderr[-3000:]
+    memory = _cli(*run, "--max_step", "600", "--no_save_emb", cwd=root)
+    assert memory.returncode == 0, memory.stdout[-3000:] + memory.stderr[-3000:]
+    untrained = _cli(*run, "--max_step", "1", "--num_entity_partitions", "2", "--no_save_emb", cwd=root)
+    assert untrained.returncode == 0, untrained.stdout[-3000:] + untrained.stderr[-3000:]
+
+    def mrr(out: str) -> float:
+        return float(re.search(r"Test average MRR : ([\d.]+)", out).group(1))
+
+    print(f"MRR: on disk {mrr(disk.stdout)}, in memory {mrr(memory.stdout)}, untrained {mrr(untrained.stdout)}")
+    assert "each machine's share of the entity table (up to" in disk.stdout and "on disk in 2 partitions" in disk.stdout
+    assert "[0][Train](600/600)" in disk.stdout and "[1][Train](600/600)" in disk.stdout
+    assert mrr(disk.stdout) > 10 * mrr(untrained.stdout) and mrr(disk.stdout) > 0.25, (disk.stdout[-2000:],
+                                                                                     untrained.stdout[-800:])
+    assert abs(mrr(disk.stdout) - mrr(memory.stdout)) < 0.05, (disk.stdout[-2000:], memory.stdout[-800:])
+    assert not list((root / "disk").glob(".kge-partitions-*")) and not list((root / "disk").glob(".entity-rows-*"))
+    saved = next((root / "disk").glob("TransE_l2_planted_*"))
+    again = _cli("kge", "eval", "--model_path", str(saved), "--batch_size_eval", "64", cwd=root)
+    assert again.returncode == 0, again.stderr
+    assert abs(mrr(again.stdout) - mrr(disk.stdout)) < 1e-3  # every row saved, in the original ids
+
+
+def test_dist_train_with_entities_on_disk_refuses_what_it_cannot_do(kg):
+    root, data = kg
+    (root / "ip.txt").write_text("".join(f"127.0.0.1 {p}\n" for p in free_ports("127.0.0.1", 2)))
+    base = ["kge", "dist-train", *data, *COMMON, "--path", str(root), "--ip_config", str(root / "ip.txt"),
+            "--num_entity_partitions", "2"]
+    for flags, says in ((["--async_update"], "drop --async_update"), (["--rel_part"], "drop --rel_part"),
+                        (["--checkpoint_dir", "ck"], "takes no checkpoints")):
+        done = _cli(*base, *flags, cwd=root)
+        assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -165,13 +165,23 @@ def partitions_for(cfg: TrainConfig, data: KGData) -> PartitionChoice:
     if choice.num_parts > 1 and cfg.num_proc > 1:
         raise InputError(f"bucket training (the entity table on disk, P = {choice.num_parts}) runs in one process: "
                          f"drop --num_proc {cfg.num_proc} and give the cores to it with --num_thread")
-    if choice.num_parts > 1 and gpu_ids(cfg.gpu):
-        raise InputError(f"bucket training (the entity table on disk, P = {choice.num_parts}) runs on the CPU: drop "
-                         f"--gpu, or train with the table in memory (no --num_entity_partitions or --memory_budget)")
-    if choice.num_parts > 1 and cfg.async_update:
-        raise InputError(f"bucket training (the entity table on disk, P = {choice.num_parts}) applies each step's "
-                         f"updates before the next: drop --async_update")
+    if choice.num_parts > 1:
+        _bucket_flags(cfg, f"bucket training (the entity table on disk, P = {choice.num_parts})")
     return choice
+
+
+def _bucket_flags(cfg: TrainConfig, what: str, machines: bool = False) -> None:
+    """Refuse the flags that bucket training (`what`) cannot honour, one line each."""
+    if gpu_ids(cfg.gpu):
+        raise InputError(f"{what} runs on the CPU: drop --gpu, or train with the table in memory (no "
+                         f"--num_entity_partitions or --memory_budget)")
+    if cfg.async_update:
+        raise InputError(f"{what} applies each step's updates before the next: drop --async_update")
+    if machines and cfg.rel_part:
+        raise InputError(f"{what} gives each trainer the triples of its machine's buckets: drop --rel_part")
+    if machines and (cfg.checkpoint_dir or cfg.resume):
+        raise InputError(f"{what} takes no checkpoints: drop --checkpoint_dir and --resume, or keep each "
+                         f"machine's share in memory (no --num_entity_partitions or --memory_budget)")
 
 
 def _train_buckets(cfg: TrainConfig, data: KGData, num_parts: int, save_dir: Path | None, reporter: Reporter) -> None:
@@ -248,6 +258,8 @@ def dist_train_kge(cfg: TrainConfig, opts: DistOptions, out: TextIO | None = Non
     t0 = time.perf_counter()
     cfg = with_gpus(replace(cfg, num_proc=opts.num_client_proc).check(), "--num_client_proc")
     opts = replace(opts, num_client_proc=cfg.num_proc)
+    if cfg.num_entity_partitions > 1 or cfg.memory_budget is not None:
+        _bucket_flags(cfg, "training with each machine's entities on its disk", machines=True)
     part_config = opts.part_config or str(partition_folder(cfg.data_path, cfg.dataset) / f"{cfg.dataset}.json")
     machines = parse_ip_config(opts.ip_config)
     reporter = Reporter(len(machines) * opts.num_client_proc, cfg.max_step, out=out, began=t0)

@@ -193,7 +193,8 @@ class ShardRanker:
 
 def rank_ops(part_config: PartitionConfig, machine_id: int, store: KVStore) -> dict:
     """The `kge_rank` operation of a server whose partition is a KG's (none otherwise): the
-    counts of its machine's shard for a batch of queries (see `shard_counts`)."""
+    counts of its machine's shard for a batch of queries (see `shard_counts`), or with a
+    `window` of a run of its rows (an entity partition in a slot of the table: `dist_buckets`)."""
     kg = part_config.raw.get("kge")
     if kg is None:
         return {}
@@ -226,6 +227,14 @@ def rank_ops(part_config: PartitionConfig, machine_id: int, store: KVStore) -> d
             rankers.append(ShardRanker(int(kg["n_relations"]), np.load(part_config.dir / part.file("kge_known_tail")),
                                        np.load(part_config.dir / part.file("kge_known_head"))))
         q = Queries(anchor, rel, true, target, anchor_rows, rel_rows, corrupt_head)
-        return {}, [rankers[0].counts(model, q, shard.data, shard.first_row, use_filter, candidates)]
+        rows, first = shard.data, shard.first_row
+        window = field(header, "window", list, optional=True)
+        if window is not None:  # rows [start, start + count) of the shard hold the entities from `first` on
+            if len(window) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in window) \
+                    or window[0] + window[1] > len(rows):
+                raise WireError(f"'kge_rank' window must be [start, count, first id] within the shard's "
+                                f"{len(rows)} rows, got {window!r}")
+            rows, first = rows[window[0]:window[0] + window[1]], window[2]
+        return {}, [rankers[0].counts(model, q, rows, first, use_filter, candidates)]
 
     return {"kge_rank": rank}

@@ -170,13 +170,14 @@ class PartitionChoice:
 
 
 def choose_partitions(num_parts: int, budget_gib: float | None, n_entities: int, n_triples: int,
-                      entity_floats: int, relation_bytes: int) -> PartitionChoice:
+                      entity_floats: int, relation_bytes: int, table: str = "the entity table") -> PartitionChoice:
     """P from `--num_entity_partitions` or, with `--memory_budget`, the smallest P whose tables
     fit the budget: SLOT_COUNT partitions of rows and Adagrad state (`entity_floats` + 1
-    floats a row), the relation tables, and a bucket's triples (P^2 buckets of the triples)."""
-    table = n_entities * (entity_floats + 1) * 4
+    floats a row), the relation tables, and a bucket's triples (P^2 buckets of the triples).
+    `table` names the rows partitioned in the line for the user (a machine's share, across machines)."""
+    nbytes = n_entities * (entity_floats + 1) * 4
     if budget_gib is None:
-        return PartitionChoice(num_parts, f"--num_entity_partitions {num_parts}: the entity table ({_gb(table)} with "
+        return PartitionChoice(num_parts, f"--num_entity_partitions {num_parts}: {table} ({_gb(nbytes)} with "
                                           f"its Adagrad state) on disk in {num_parts} partitions")
     budget = budget_gib * 2**30
 
@@ -185,11 +186,11 @@ def choose_partitions(num_parts: int, budget_gib: float | None, n_entities: int,
         return min(SLOT_COUNT, p) * rows + relation_bytes + BUCKET_BYTES_PER_TRIPLE * n_triples / p ** 2
 
     if need(1) <= budget:
-        return PartitionChoice(1, f"--memory_budget {budget_gib:g} GiB holds the whole entity table ({_gb(table)} "
+        return PartitionChoice(1, f"--memory_budget {budget_gib:g} GiB holds the whole of {table} ({_gb(nbytes)} "
                                   f"with its Adagrad state): in memory")
     for p in range(2, min(MAX_PARTS, n_entities) + 1):
         if need(p) <= budget:
-            return PartitionChoice(p, f"--memory_budget {budget_gib:g} GiB: the entity table ({_gb(table)} with its "
+            return PartitionChoice(p, f"--memory_budget {budget_gib:g} GiB: {table} ({_gb(nbytes)} with its "
                                       f"Adagrad state) does not fit, {min(SLOT_COUNT, p)} of {p} partitions "
                                       f"({_gb(need(p))} with the relation tables and a bucket) do: "
                                       f"P = {p}, trained bucket by bucket on disk")

@@ -30,14 +30,24 @@ INIT_ROWS = 1 << 16  # rows initialised at a time when a partition file is made
 class EntityPartitions:
     """Rows of entities `bounds[p]:bounds[p + 1]` of each partition p, `dim` floats each."""
 
-    def __init__(self, folder: str | Path, bounds: np.ndarray, dim: int, init_spec: dict, lr: float):
+    def __init__(self, folder: str | Path, bounds: np.ndarray, dim: int, init_spec: dict, lr: float,
+                 memory: tuple[Tensor, Tensor] | None = None):
+        """`memory`: the slots' rows and accumulators when they live elsewhere (a machine's share
+        of the runtime's table, which its trainers and server read and update), SLOTS equal
+        runs of rows (fewer with fewer partitions); by default they are allocated here."""
         self.folder, self.bounds, self.dim, self.lr = Path(folder), np.asarray(bounds, dtype=np.int64), dim, lr
         self.num_parts = len(self.bounds) - 1
         self._bounds_t = torch.from_numpy(self.bounds)
-        self.slot_rows = rows = int(np.diff(self.bounds).max())
         count = min(SLOTS, self.num_parts)
+        self.slot_rows = rows = int(np.diff(self.bounds).max()) if memory is None else len(memory[0]) // count
+        if rows < int(np.diff(self.bounds).max()):
+            raise ValueError(f"slots of {rows} rows cannot hold partitions of up to {int(np.diff(self.bounds).max())}")
         # one tensor of every slot's rows, so a gather from several partitions is one index_select
-        self._emb, self._state = torch.empty(count, rows, dim), torch.empty(count, rows)
+        if memory is None:
+            self._emb, self._state = torch.empty(count, rows, dim), torch.empty(count, rows)
+        else:
+            self._emb = memory[0][:count * rows].view(count, rows, dim)
+            self._state = memory[1][:count * rows].view(count, rows)
         self.slots = [(self._emb[s], self._state[s]) for s in range(count)]
         self.held: dict[int, int] = {}  # partition -> slot (changed only by `_hold` and `_drop`)
         self._slot_of = torch.full((self.num_parts,), -1, dtype=torch.int64)  # the same, for gathers
@@ -161,6 +171,14 @@ class EntityPartitions:
             if p not in self.held and p not in self._pending and len(self.slots) > len(parts):
                 self._start_read(p, set(parts))
 
+    def changed(self, parts: set[int]) -> None:
+        """Resident partitions `parts` were updated by others (trainers and servers sharing the
+        slots): they are written back before leaving memory."""
+        for p in parts:
+            if p not in self.held:
+                raise InputError(f"entity partition {p} is not in memory, so it cannot have changed")
+        self.dirty |= set(parts)
+
     def flush(self) -> None:
         """Write every changed resident partition back (the files then hold every row's value)."""
         for p in sorted(self.dirty):
@@ -171,6 +189,10 @@ class EntityPartitions:
         """Finish the I/O in flight and write back what changed."""
         self._settle()
         self.flush()
+        self.stop()
+
+    def stop(self) -> None:
+        """Finish the I/O in flight and start no more (what changed since is not written)."""
         self._io.shutdown()
 
     # --------------------------------------------------------------- rows

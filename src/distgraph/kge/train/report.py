@@ -105,6 +105,8 @@ class Reporter:
             self.write(f"Resume from {msg[2]} at step {msg[3]}")
         elif kind == "saved":
             self.write(f"Save model to {msg[2]}")
+        elif kind == "note":  # a line for the user from a trainer (how the job holds its tables)
+            self.write(msg[2])
 
     def _all_trained(self) -> None:
         now = time.perf_counter()

@@ -22,15 +22,18 @@ PREFIX = "kge~"
 
 
 class KGETables:
-    """`tables["entity"]` is indexed by (partition) entity id, the others by relation id."""
+    """`tables["entity"]` is indexed by (partition) entity id, the others by relation id; with
+    `entity_slots`, the entity table is instead that many rows spread evenly over the machines
+    (each machine's slots of entity partitions kept on its disk: `dist_buckets`)."""
 
-    def __init__(self, model: KGEModel, n_entities: int, n_relations: int, seed: int, lr: float):
-        shapes = {"entity": (n_entities, model.entity_dim)}
+    def __init__(self, model: KGEModel, n_entities: int, n_relations: int, seed: int, lr: float,
+                 entity_slots: int | None = None):
+        shapes = {"entity": (n_entities if entity_slots is None else entity_slots, model.entity_dim)}
         shapes.update({name: (n_relations, w) for name, w in model.relation_tables().items()})
         self.tables: dict[str, DistTensor] = {}
         for i, (name, shape) in enumerate(shapes.items()):
             bound = model.init_range(name)
-            policy = node_policy_str() if name == "entity" else table_policy_str(n_relations)
+            policy = table_policy_str(shape[0]) if name != "entity" or entity_slots else node_policy_str()
             self.tables[name] = DistTensor(shape, torch.float32, f"{PREFIX}{name}", Uniform(-bound, bound, seed + i),
                                            policy, persistent=True)
         self.optimizers = {name: RowAdagrad(t, lr) for name, t in self.tables.items()}

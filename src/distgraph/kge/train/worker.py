@@ -11,7 +11,9 @@ its updates at once or, with --async_update, in a thread while it computes the n
 (`updates`), ranks its share of the valid and test triples where the entity rows live
 (`kge.evaluate.ranking`, scored on its device), and reports what the parent prints as events:
 one JSON list per line on standard output (`report`), or straight to a callable in-process.
-Trainer 0 saves the embeddings in `kge train`'s layout, in the entities' original ids.
+Trainer 0 saves the embeddings in `kge train`'s layout, in the entities' original ids. With
+each machine's entities on its disk (`kge dist-train --num_entity_partitions`, --memory_budget),
+the trainers go through buckets in stages instead (`dist_buckets`), with the same steps.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from ..evaluate.ranking import Queries, ShardRanker, model_spec
 from ..models import create_model
 from ..saved_model import RowBlocks, nonfinite_rows, refuse_nonfinite, save_model
 from .device import check_gpus, device_of, resident, use_device
+from .dist_buckets import StagePlan, StageTrainer, stage_plan
 from .placement import DeviceTables, PendingRows
 from .report import emit_line, read_job
 from .sampler import Batch, ChunkSampler
@@ -89,13 +92,27 @@ class Trainer:
         self.kg, self.kg_files = self.pcfg.attachment("kge")
         self.n_entities, self.n_relations = int(self.kg["n_entities"]), int(self.kg["n_relations"])
         self.model = create_model(cfg.model_name, cfg.hidden_dim, cfg.gamma, cfg.double_ent, cfg.double_rel)
-        self.tables = KGETables(self.model, self.n_entities, self.n_relations, cfg.seed, cfg.lr)
+        self.plan = self._stage_plan()
+        self.tables = KGETables(self.model, self.n_entities, self.n_relations, cfg.seed, cfg.lr,
+                                None if self.plan is None else self.plan.table_rows)
         self.lo, self.hi = ctx.book.node_range(ctx.machine_id, "_N")
         self.per_machine = ctx.num_trainers // ctx.num_machines
         check_gpus(cfg.gpu)
         self.device = device_of(cfg.gpu, ctx.rank % self.per_machine)
         use_device(self.device)
         self._ranker: ShardRanker | None = None
+
+    def _stage_plan(self) -> StagePlan | None:
+        """The machines' entity partitions on disk (`dist_buckets`), or None: each machine's share in memory."""
+        ctx, model = self.ctx, self.model
+        book, machines = ctx.book, range(ctx.num_machines)
+        relation_bytes = sum(w + 1 for w in model.relation_tables().values()) * self.n_relations * 4
+        triples = max(hi - lo for lo, hi in (book.edge_range(m, None) for m in machines))
+        plan = stage_plan(self.cfg, [book.node_range(m, "_N") for m in machines], triples, model.entity_dim,
+                          relation_bytes)
+        if plan is not None and ctx.rank == 0:
+            self.emit(("note", 0, plan.why))
+        return plan
 
     # ----------------------------------------------------------------- data
     def _array(self, rel: str) -> np.ndarray:
@@ -137,6 +154,18 @@ class Trainer:
     def _count(self, shard: Tensor, q: Queries, candidates: Tensor | None) -> Tensor:
         """Candidates scoring at least the target, over every machine's shard (this machine's:
         `shard`, its rows, scored on this trainer's device)."""
+        bounds = self.tables.tables["entity"]._handle.bounds
+        asks = {m: (None if candidates is None else candidates[(candidates >= bounds[m]) &
+                                                                 (candidates < bounds[m + 1])], None)
+                for m in range(self.ctx.num_machines)}
+        return self.ranked(q, {m: a for m, a in asks.items() if a[0] is None or len(a[0])}, shard)
+
+    def ranked(self, q: Queries, asks: dict[int, tuple[Tensor | None, list[int] | None]],
+               shard: Tensor | None = None) -> Tensor:
+        """For each query, the candidates scoring at least its target, summed over the machines
+        of `asks` (machine: (its candidates, or None for every row; a window [start, rows, first
+        id] of its share of the entity table, or None for all of it)); this machine's counted
+        here (on `shard`, its rows on this trainer's device, when given), the others' by their servers."""
         ctx, h = self.ctx, self.tables.tables["entity"]._handle
         if self._ranker is None:
             part = self.pcfg.part(ctx.machine_id)
@@ -148,17 +177,21 @@ class Trainer:
         sent = q.to(torch.device("cpu"))
         base = [sent.anchor, sent.rel, sent.true, sent.target.contiguous(), sent.anchor_rows.contiguous(),
                 *(x.contiguous() for x in sent.rel_rows)]
-        requests, mine = [], None
-        for m in range(ctx.num_machines):
-            cand = None if candidates is None else candidates[(candidates >= h.bounds[m]) &
-                                                                (candidates < h.bounds[m + 1])]
-            if m == ctx.machine_id:
-                mine = cand
-            elif cand is None or len(cand):
-                requests.append((m, {**header, "uid": h.uids[m]}, base + ([] if cand is None else [cand])))
-        local, replies = ctx.client.overlap(requests, lambda: self._ranker.counts(
-            self.model, q, shard, self.lo, use_filter, mine))
-        return local + sum((r.arrays[0] for r in replies), torch.zeros_like(local))
+        requests = [(m, {**header, "uid": h.uids[m], **({} if window is None else {"window": window})},
+                     base + ([] if cand is None else [cand]))
+                    for m, (cand, window) in asks.items() if m != ctx.machine_id]
+
+        def local() -> Tensor:
+            if ctx.machine_id not in asks:
+                return torch.zeros(len(q.anchor), dtype=torch.int64)
+            cand, window = asks[ctx.machine_id]
+            rows, first = self.tables.tables["entity"].local_partition if shard is None else shard, self.lo
+            if window is not None:
+                rows, first = rows[window[0]:window[0] + window[1]], window[2]
+            return self._ranker.counts(self.model, q, rows, first, use_filter, cand)
+
+        counts, replies = ctx.client.overlap(requests, local)
+        return counts + sum((r.arrays[0] for r in replies), torch.zeros_like(counts))
 
     def _draw(self, size: int) -> Tensor:
         """Candidates of sampled evaluation: uniform over the entities, or by degree (an entity
@@ -178,6 +211,9 @@ class Trainer:
 
     # --------------------------------------------------------------- training
     def run(self) -> None:
+        if self.plan is not None:
+            StageTrainer(self, self.plan).run()
+            return
         cfg, ctx = self.cfg, self.ctx
         torch.set_num_threads(cfg.num_thread)
         keep_freed_memory()
@@ -257,16 +293,20 @@ class Trainer:
             return dict.fromkeys(relations, torch.unique(self.triples[:, 1]))
         return {}
 
-    def _finite(self) -> bool:
+    def _finite(self, entities: int | None = None) -> bool:
         """Whether every table is finite, after training (a barrier of every trainer): each trainer
-        counts the non-finite rows of its share of its machine's rows, the counts are summed, and
-        trainer 0 refuses a table with any (one error), the others stop quietly."""
+        counts the non-finite rows of its share of its machine's rows (of the entity table: or
+        `entities`, counted elsewhere), the counts are summed, and trainer 0 refuses a table with
+        any (one error), the others stop quietly."""
         mine = self.ctx.rank % self.per_machine
         counts = {name: nonfinite_rows(t.local_partition.tensor_split(self.per_machine)[mine].numpy())
-                  for name, t in self.tables.tables.items()}  # (it checks a block of rows at a time)
+                  for name, t in self.tables.tables.items() if name != "entity" or entities is None}
+        if entities is not None:  # (it checks a block of rows at a time)
+            counts["entity"] = entities
         totals = {name: sum(c[name] for c in all_gather(counts)) for name in counts}
         if self.ctx.rank == 0:
-            refuse_nonfinite(totals, {name: len(t) for name, t in self.tables.tables.items()}, "the trained model")
+            sizes = {name: len(t) for name, t in self.tables.tables.items()}
+            refuse_nonfinite(totals, {**sizes, "entity": self.n_entities}, "the trained model")
         return not any(totals.values())
 
     def _ask_next(self, sampler: ChunkSampler) -> tuple[Batch, list[tuple[str, Tensor]], PendingRows]:
@@ -296,16 +336,24 @@ class Trainer:
             self.emit(("resumed", 0, str(CheckpointDir(cfg.checkpoint_dir).path(step)), step))
         return step + 1
 
-    def _save(self) -> None:
-        """Trainer 0 writes the tables in the entities' original ids (DGL-KE saves on machine 0), read
-        a block of rows at a time from where they live: no process holds a whole table."""
-        if self.ctx.rank != 0 or self.save_dir is None:
-            return
-        release_freed_memory()  # the heap that training kept (keep_freed_memory): the save's blocks need the room
+    def original_order(self) -> np.ndarray:
+        """The entity ids of this partition in the order of the entities' original ids."""
         orig = np.load(self.pcfg.dir / self.pcfg.mapping_file("node", "_N"))
         new = np.empty(len(orig), dtype=np.int64)
         new[orig] = np.arange(len(orig))  # new id i is original entity orig[i]
-        tables = {name: table_blocks(t, new if name == "entity" else None) for name, t in self.tables.tables.items()}
+        return new
+
+    def _save(self, entity: RowBlocks | None = None) -> None:
+        """Trainer 0 writes the tables in the entities' original ids (DGL-KE saves on machine 0), read
+        a block of rows at a time from where they live (or the entity rows `entity`, in that
+        order): no process holds a whole table."""
+        if self.ctx.rank != 0 or self.save_dir is None:
+            return
+        release_freed_memory()  # the heap that training kept (keep_freed_memory): the save's blocks need the room
+        tables = {name: table_blocks(t, self.original_order() if name == "entity" else None)
+                  for name, t in self.tables.tables.items() if name != "entity" or entity is None}
+        if entity is not None:
+            tables = {"entity": entity, **tables}
         save_model(Path(self.save_dir), self.cfg, tables, read_dict(self.pcfg.dir / self.kg_files["entities"]),
                    read_dict(self.pcfg.dir / self.kg_files["relations"]))
         self.emit(("saved", 0, self.save_dir))
