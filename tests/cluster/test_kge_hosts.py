@@ -99,18 +99,19 @@ DISK_ENTITIES = 900_000  # 3.6 GB of rows: each host's third is larger than its 
 def test_a_share_larger_than_each_host_trains_from_the_hosts_disks(bed, tmp_path):
     """Each host's third of the entity table does not fit its memory cap: with
     --num_entity_partitions 8, each host keeps its entities in 8 partitions on its disk, at
-    most 3 in memory, and the job trains in stages of buckets and ranks as well as the table
-    in memory does (the first test's job, at a third of the size)."""
+    most 3 in memory, and the job trains in stages of buckets. It ranks the held-out triples
+    as the jobs of the first test do with the table in memory (MRR 1.0 there, on one host and
+    on three, for the same planted structure)."""
     share = DISK_ENTITIES * DIM * 4 // 3
     assert share > CAP
     data = ["--dataset", "planted", "--format", "udd_hrt", "--data_files",
             *planted_with_room(tmp_path, DISK_ENTITIES)]
     partition_and_copy_kg(bed, tmp_path, data)
-    dist, peaks = _capped_dist_train(bed, data, TRAIN.replace("--max_step 200", "--max_step 2000") +
+    dist, peaks = _capped_dist_train(bed, data, TRAIN.replace("--max_step 200", "--max_step 300") +
                                      " --num_entity_partitions 8")
     print(f"each host's share {share / 2**20:.0f} MiB; its peak (MiB):", [p >> 20 for p in peaks])
     assert dist.returncode == 0, dist.stdout[-3000:] + dist.stderr[-3000:]
-    assert "on disk in 8 partitions" in dist.stdout and "[2][Train](2000/2000)" in dist.stdout, dist.stdout[-3000:]
+    assert "on disk in 8 partitions" in dist.stdout and "[2][Train](300/300)" in dist.stdout, dist.stdout[-3000:]
     assert all(p <= CAP for p in peaks), peaks
     print(f"MRR on the hosts' disks: {_mrr(dist.stdout):.4f}")
-    assert _mrr(dist.stdout) > 0.5, dist.stdout[-3000:]
+    assert _mrr(dist.stdout) >= 0.99, dist.stdout[-3000:]

@@ -170,12 +170,15 @@ class PartitionChoice:
 
 
 def choose_partitions(num_parts: int, budget_gib: float | None, n_entities: int, n_triples: int,
-                      entity_floats: int, relation_bytes: int, table: str = "the entity table") -> PartitionChoice:
+                      entity_floats: int, relation_bytes: int, table: str = "the entity table",
+                      triples_held: bool = False) -> PartitionChoice:
     """P from `--num_entity_partitions` or, with `--memory_budget`, the smallest P whose tables
     fit the budget: SLOT_COUNT partitions of rows and Adagrad state (`entity_floats` + 1
-    floats a row), the relation tables, and a bucket's triples (P^2 buckets of the triples).
+    floats a row), the relation tables, and a bucket's triples (P^2 buckets of the triples),
+    or with `triples_held` all of them (a machine's trainers hold theirs, across machines).
     `table` names the rows partitioned in the line for the user (a machine's share, across machines)."""
     nbytes = n_entities * (entity_floats + 1) * 4
+    triples = "the triples" if triples_held else "a bucket"
     if budget_gib is None:
         return PartitionChoice(num_parts, f"--num_entity_partitions {num_parts}: {table} ({_gb(nbytes)} with "
                                           f"its Adagrad state) on disk in {num_parts} partitions")
@@ -183,7 +186,8 @@ def choose_partitions(num_parts: int, budget_gib: float | None, n_entities: int,
 
     def need(p: int) -> float:
         rows = -(-n_entities // p) * (entity_floats + 1) * 4
-        return min(SLOT_COUNT, p) * rows + relation_bytes + BUCKET_BYTES_PER_TRIPLE * n_triples / p ** 2
+        return min(SLOT_COUNT, p) * rows + relation_bytes + BUCKET_BYTES_PER_TRIPLE * n_triples / (
+            1 if triples_held else p ** 2)
 
     if need(1) <= budget:
         return PartitionChoice(1, f"--memory_budget {budget_gib:g} GiB holds the whole of {table} ({_gb(nbytes)} "
@@ -192,12 +196,12 @@ def choose_partitions(num_parts: int, budget_gib: float | None, n_entities: int,
         if need(p) <= budget:
             return PartitionChoice(p, f"--memory_budget {budget_gib:g} GiB: {table} ({_gb(nbytes)} with its "
                                       f"Adagrad state) does not fit, {min(SLOT_COUNT, p)} of {p} partitions "
-                                      f"({_gb(need(p))} with the relation tables and a bucket) do: "
+                                      f"({_gb(need(p))} with the relation tables and {triples}) do: "
                                       f"P = {p}, trained bucket by bucket on disk")
     smallest = min(need(p) for p in range(2, min(MAX_PARTS, n_entities) + 1)) if n_entities > 1 else need(1)
     raise InputError(f"--memory_budget {budget_gib:g} GiB is too small: even {min(MAX_PARTS, n_entities)} entity "
                      f"partitions need {_gb(smallest)} (two partitions in training and the next one read, the "
-                     f"relation tables and a bucket); give at least {smallest / 2**30:.2f} GiB")
+                     f"relation tables and {triples}); give at least {smallest / 2**30:.2f} GiB")
 
 
 def _gb(nbytes: float) -> str:

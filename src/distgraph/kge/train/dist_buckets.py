@@ -9,8 +9,9 @@ rows, R the largest partition), which its trainers read and update in place and 
 serves to the other machines, as the in-memory table is. A batch's entity ids become slot rows
 (`SlotMap`) before its rows are asked for or updated.
 
-Training goes in stages: for each pair (a, b) of `bucket_order(Q)` (consecutive pairs share a
-partition, so a new stage reads one partition a machine), every machine holds its partitions a
+Training goes in stages: for each pair (a, b) of `bucket_order(Q)` that some trainer has
+triples for (consecutive pairs share a partition, so a new stage reads one partition a
+machine; pairs without triples are skipped), every machine holds its partitions a
 and b; then, for k = 0..M-1, machine m trains the bucket of its triples whose tail is in its
 partition b and whose head is in partition a of machine m + k, negatives drawn from those two
 partitions, one pass over the bucket. A stage starts after a barrier (every update of the last
@@ -23,6 +24,8 @@ slot (a window of its share), with its machine's known triples as the filter.
 from __future__ import annotations
 
 import shutil
+import signal
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,7 +94,7 @@ def stage_plan(cfg: TrainConfig, ranges: list[tuple[int, int]], triples_per_mach
     largest = max(hi - lo for lo, hi in ranges)
     choice = choose_partitions(cfg.num_entity_partitions, cfg.memory_budget, largest, triples_per_machine,
                                entity_floats, relation_bytes, f"each machine's share of the entity table (up to "
-                                                              f"{largest:,} entities)")
+                                                              f"{largest:,} entities)", triples_held=True)
     if choice.num_parts == 1:
         return None
     q, smallest = choice.num_parts, min(hi - lo for lo, hi in ranges)
@@ -126,6 +129,8 @@ class SlotMap:
     def window(self, m: int, q: int) -> list[int]:
         """[first row in machine m's share, rows, first entity id] of its partition q (held)."""
         p = m * self.plan.num_parts + q
+        if int(self.base[p]) == self.NOT_HELD:
+            raise InputError(f"machine {m}'s entity partition {q} is not in memory in this stage")
         lo, hi = self.plan.part_range(m, q)
         start = int(self.base[p]) + lo - m * self.plan.slots * self.plan.slot_rows
         return [start, hi - lo, lo]
@@ -163,14 +168,24 @@ class Buckets:
     """A trainer's triples grouped by (head partition of any machine, tail partition of its own)."""
 
     def __init__(self, plan: StagePlan, machine: int, triples: Tensor, importance: Tensor | None):
-        q = plan.num_parts
+        q, mine = plan.num_parts, plan.machine_bounds(machine)
+        tails = triples[:, 2].numpy()
+        if len(tails) and (int(tails.min()) < mine[0] or int(tails.max()) >= mine[-1]):
+            raise InputError(f"machine {machine}'s training triples name tails it does not own: its KG partition is "
+                             f"not kge partition's; partition the KG again")
         head = np.searchsorted(plan.bounds, triples[:, 0].numpy(), side="right") - 1
-        tail = np.searchsorted(plan.machine_bounds(machine), triples[:, 2].numpy(), side="right") - 1
+        tail = np.searchsorted(mine, tails, side="right") - 1
         order, self.starts = group_keys(head * q + tail, (len(plan.bounds) - 1) * q)
         order = torch.from_numpy(order)
         self.triples = triples.index_select(0, order)
         self.importance = None if importance is None else importance.index_select(0, order)
         self.num_parts = q
+
+    def pairs(self) -> list[list[int]]:
+        """The (head partition index, tail partition index) pairs of this trainer's non-empty buckets."""
+        q = self.num_parts
+        full = np.flatnonzero(np.diff(self.starts) > 0)
+        return sorted({(int(b // q % q), int(b % q)) for b in full})
 
     def get(self, head_part: int, tail_q: int) -> tuple[Tensor, Tensor | None]:
         b = head_part * self.num_parts + tail_q
@@ -198,9 +213,13 @@ class StageTrainer:
         return self.t.emit
 
     # ------------------------------------------------------------- stages
-    def _hold(self, parts: set[int], then: set[int] = frozenset()) -> None:
+    def _hold(self, parts: set[int], then: set[int] = frozenset(), settled: bool = False) -> None:
         """Every trainer at once: each machine holds its partitions `parts` (and starts reading
-        `then`), and every trainer learns where each machine keeps them."""
+        `then`), and every trainer learns where each machine keeps them. First a barrier (unless
+        `settled`: one was just passed), so no trainer still reads or updates a partition that
+        leaves memory."""
+        if not settled:
+            all_gather(None)
         if self.parts is not None:
             if self.trained:
                 self.parts.changed(self.current)
@@ -210,11 +229,14 @@ class StageTrainer:
         got = all_gather({"machine": self.machine, "held": held})
         self.slots.set({v["machine"]: {int(q): s for q, s in v["held"].items()} for v in got if v["held"] is not None})
 
-    def _pairs(self):
-        """(pair, the next pair) of every stage, epoch after epoch."""
+    def _pairs(self, used: set[tuple[int, int]]):
+        """(pair, the next pair) of every stage, epoch after epoch: the pairs of `used` (those
+        some trainer has triples for; the others would only move partitions)."""
         q, epoch, pending = self.plan.num_parts, 0, None
         while True:
             for pair in bucket_order(q, epoch, self.t.cfg.seed):
+                if pair not in used:
+                    continue
                 if pending is not None:
                     yield pending, pair
                 pending = pair
@@ -243,12 +265,18 @@ class StageTrainer:
         t.triples, importance = t.local_triples()
         t.eval_gen = torch.Generator().manual_seed(cfg.seed * 7919 + self.rank)
         buckets = Buckets(plan, self.machine, t.triples, importance)
+        t.triples = buckets.triples  # (the same triples, grouped: one copy)
         work = None
+        stopped = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the launcher's stop: clean up first
         try:
             if self.rank % t.per_machine == 0:
-                work = self._start_files()
+                base = Path(cfg.bucket_dir or cfg.save_path)
+                base.mkdir(parents=True, exist_ok=True)
+                work = Path(tempfile.mkdtemp(prefix=".kge-partitions-", dir=base))
+                self._start_files(work)
             valid = t.eval_triples("valid") if cfg.valid else None
             step, trained = self._train(buckets, valid)
+            all_gather(None)  # (after a last validation, no trainer ranks any more)
             if self.parts is not None:
                 self.parts.flush()
             self.emit(("pulled", self.rank, t.ctx.client.remote_rows.get(t.tables.tables["entity"].name, 0) /
@@ -262,26 +290,23 @@ class StageTrainer:
                 self.emit(("metrics", self.rank, "Test", self.evaluate(t.eval_triples("test"))))
             all_gather(None)
         finally:
+            signal.signal(signal.SIGTERM, stopped)
             if self.parts is not None:
                 self.parts.stop()
             if work is not None:
                 shutil.rmtree(work, ignore_errors=True)
 
-    def _start_files(self) -> Path:
-        """This machine's partition files (its first trainer's): a new folder under --bucket_dir
-        (default --save_path), removed at the end."""
+    def _start_files(self, work: Path) -> None:
+        """This machine's partition files (its first trainer's), in `work` (a new folder under
+        --bucket_dir, default --save_path, removed at the end or when the job is stopped)."""
         t, cfg, plan = self.t, self.t.cfg, self.plan
-        base = Path(cfg.bucket_dir or cfg.save_path)
-        base.mkdir(parents=True, exist_ok=True)
         lo, hi = plan.part_range(self.machine, 0)[0], plan.part_range(self.machine, plan.num_parts - 1)[1]
         dim = t.model.entity_dim
-        check_space(base, 2 * (hi - lo) * (dim + 1) * 4, f"machine {self.machine}'s entity partitions")
-        work = Path(tempfile.mkdtemp(prefix=".kge-partitions-", dir=base))
+        check_space(work, 2 * (hi - lo) * (dim + 1) * 4, f"machine {self.machine}'s entity partitions")
         table, state = t.tables.tables["entity"], t.tables.optimizers["entity"].state
         spec = Uniform(-t.model.init_range("entity"), t.model.init_range("entity"), cfg.seed).spec()
         self.parts = EntityPartitions(work, plan.machine_bounds(self.machine), dim, spec, cfg.lr,
                                       memory=(table.local_partition, state.local_partition))
-        return work
 
     def _train(self, buckets: Buckets, valid: Tensor | None) -> tuple[int, int]:
         """Stages until every trainer has made --max_step steps; (steps, triples) of this one."""
@@ -290,15 +315,17 @@ class StageTrainer:
         placed = DeviceTables(self.tables, t.device, {})
         self.emit(("started", self.rank))
         step = trained = last_eval = 0
-        for (a, b), following in self._pairs():
+        used = {tuple(pair) for pairs in all_gather(buckets.pairs()) for pair in pairs}
+        for (a, b), following in self._pairs(used):
             got = all_gather({"step": step})  # every update of the last stage applied
             least = min(v["step"] for v in got)
-            if valid is not None and least - last_eval >= cfg.eval_interval:
+            validating = valid is not None and least - last_eval >= cfg.eval_interval
+            if validating:
                 self.emit(("metrics", self.rank, f"Valid (step {least})", self.evaluate(valid)))
                 last_eval = least
             if least >= cfg.max_step:
                 break
-            self._hold({a, b}, set(following))
+            self._hold({a, b}, set(following), settled=not validating)
             for k in range(plan.machines):
                 head_part = (self.machine + k) % plan.machines * plan.num_parts + a
                 sampler = self._sampler(buckets, head_part, b) if step < cfg.max_step else None

@@ -3,9 +3,10 @@ of the current bucket in memory (PyTorch-BigGraph's scheme, with DGL-KE's Adagra
 
 A partition is two raw float32 files (`entity.<p>` rows, `entity_state.<p>` one accumulator a
 row). A partition without files has never been trained: its rows are the table's initialiser's
-(by global row, so any P starts from the same values), made where they are first needed and
-written when first written back, so no start-up pass writes the whole table. Memory holds `SLOTS` partitions: the current bucket's two and the next bucket's
-incoming one, which an I/O thread reads while the current bucket trains, after writing back the
+(by global row, so any P starts from the same values), made where they are needed until the
+partition first changes, and written when it is written back after that: no start-up pass
+writes the whole table, and ranking reads no file of a partition never trained. Memory holds
+`SLOTS` partitions: the current bucket's two and the next bucket's incoming one, which an I/O thread reads while the current bucket trains, after writing back the
 partition it replaces. A partition is written to a new file renamed over the old one, never in
 place, so a checkpoint's hard links keep the rows they were taken with.
 """
@@ -163,10 +164,7 @@ class EntityPartitions:
             if p in self._pending:
                 slot, done = self._pending.pop(p)
                 done.result()
-                self._hold(p, slot)
-                if p in self.fresh:  # made in memory: its files are written with its first write-back
-                    self.fresh.discard(p)
-                    self.dirty.add(p)
+                self._hold(p, slot)  # (made in memory if fresh: its files are written once it changes)
         for p in sorted(set(then) - set(parts)):
             if p not in self.held and p not in self._pending and len(self.slots) > len(parts):
                 self._start_read(p, set(parts))
@@ -178,6 +176,7 @@ class EntityPartitions:
             if p not in self.held:
                 raise InputError(f"entity partition {p} is not in memory, so it cannot have changed")
         self.dirty |= set(parts)
+        self.fresh -= set(parts)
 
     def flush(self) -> None:
         """Write every changed resident partition back (the files then hold every row's value)."""
