@@ -62,3 +62,11 @@ def write_atomically(path: Path, write: Callable[[Any], None], mode: str = "wb")
     except OSError:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def link_or_copy(src: Path, dst: Path) -> None:
+    """A hard link (the same bytes, no copy), or a copy across file systems."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)

@@ -139,31 +139,39 @@ def test_a_streamed_partition_reads_mapped_triples_without_mapping_them(kg, tmp_
         assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes(), f
 
 
-@pytest.mark.multiprocess
-def test_dist_train_with_each_machines_entities_on_its_disk_learns_and_saves(tmp_path):
-    """--num_entity_partitions across machines: each machine's entities in 2 partitions on its
-    disk, trained in stages of buckets; it learns the planted structure as the in-memory job
-    does, ranks through the servers' slots, saves every row in the original ids, and leaves no
-    partition files behind."""
+def _planted_on_two_machines(tmp_path: Path) -> tuple[Path, list[str]]:
+    """The `planted` KG partitioned for 2 loopback machines, and the `kge dist-train` command
+    line that trains it (TransE, the bucket tests' settings)."""
     root = planted(tmp_path)
     data = ["--dataset", "planted", "--data_path", str(root), "--format", "udd_hrt", "--data_files",
             "entities.dict", "relations.dict", "train.txt", "valid.txt", "test.txt"]
     done = _cli("kge", "partition", *data, "-k", "2", "--part_method", "random", cwd=root)
     assert done.returncode == 0, done.stderr
     (root / "ip_config.txt").write_text("".join(f"127.0.0.1 {p} 1\n" for p in free_ports("127.0.0.1", 2)))
-    run = ["kge", "dist-train", *data, "--model_name", "TransE_l2", "--hidden_dim", "16", "--gamma", "6", "--lr",
-           "0.25", "--batch_size", "256", "--neg_sample_size", "32", "--batch_size_eval", "64", "--log_interval",
-           "10000", "--path", str(root), "--ip_config", str(root / "ip_config.txt"), "--num_client_proc", "1",
-           "--test", "--seed", "3"]
+    return root, ["kge", "dist-train", *data, "--model_name", "TransE_l2", "--hidden_dim", "16", "--gamma", "6",
+                  "--lr", "0.25", "--batch_size", "256", "--neg_sample_size", "32", "--batch_size_eval", "64",
+                  "--log_interval", "10000", "--path", str(root), "--ip_config", str(root / "ip_config.txt"),
+                  "--num_client_proc", "1", "--test", "--seed", "3"]
+
+
+def _mrr(out: str) -> float:
+    return float(re.search(r"Test average MRR : ([\d.]+)", out).group(1))
+
+
+@pytest.mark.multiprocess
+def test_dist_train_with_each_machines_entities_on_its_disk_learns_and_saves(tmp_path):
+    """--num_entity_partitions across machines: each machine's entities in 2 partitions on its
+    disk, trained in stages of buckets; it learns the planted structure as the in-memory job
+    does, ranks through the servers' slots, saves every row in the original ids, and leaves no
+    partition files behind."""
+    root, run = _planted_on_two_machines(tmp_path)
     disk = _cli(*run, "--max_step", "600", "--num_entity_partitions", "2", "--save_path", "disk", cwd=root)
     assert disk.returncode == 0, disk.stdout[-3000:] + disk.stderr[-3000:]
     memory = _cli(*run, "--max_step", "600", "--no_save_emb", cwd=root)
     assert memory.returncode == 0, memory.stdout[-3000:] + memory.stderr[-3000:]
     untrained = _cli(*run, "--max_step", "1", "--num_entity_partitions", "2", "--no_save_emb", cwd=root)
     assert untrained.returncode == 0, untrained.stdout[-3000:] + untrained.stderr[-3000:]
-
-    def mrr(out: str) -> float:
-        return float(re.search(r"Test average MRR : ([\d.]+)", out).group(1))
+    mrr = _mrr
 
     print(f"MRR: on disk {mrr(disk.stdout)}, in memory {mrr(memory.stdout)}, untrained {mrr(untrained.stdout)}")
     assert "each machine's share of the entity table (up to" in disk.stdout and "on disk in 2 partitions" in disk.stdout
@@ -178,12 +186,34 @@ def test_dist_train_with_each_machines_entities_on_its_disk_learns_and_saves(tmp
     assert abs(mrr(again.stdout) - mrr(disk.stdout)) < 1e-3  # every row saved, in the original ids
 
 
+@pytest.mark.multiprocess
+def test_dist_train_on_disk_resumes_from_a_checkpoint_at_a_stage_boundary(tmp_path):
+    """Checkpoints at stage boundaries: each machine's partition files linked in, the relation
+    tables and every trainer's samplers; a run stopped at 200 steps and resumed to 400 ranks as
+    the run of 400 steps without a stop does, and the newest two checkpoints are kept."""
+    root, run = _planted_on_two_machines(tmp_path)
+    run = [*run, "--num_entity_partitions", "2", "--no_save_emb", "--checkpoint_interval", "60"]
+    whole = _cli(*run, "--max_step", "400", "--checkpoint_dir", "whole", cwd=root)
+    assert whole.returncode == 0, whole.stdout[-3000:] + whole.stderr[-3000:]
+    first = _cli(*run, "--max_step", "200", "--checkpoint_dir", "ck", cwd=root)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    kept = sorted((root / "ck").glob("step-*"))
+    assert len(kept) == 2 and all((k / f"entities-{m}").is_dir() for k in kept for m in (0, 1)), kept
+    rest = _cli(*run, "--max_step", "400", "--checkpoint_dir", "ck", "--resume", cwd=root)
+    assert rest.returncode == 0, rest.stdout[-3000:] + rest.stderr[-3000:]
+    assert f"Resume from {kept[-1]}" in rest.stdout and "[1][Train](400/400)" in rest.stdout, rest.stdout[-2000:]
+    print(f"MRR: resumed {_mrr(rest.stdout)}, without a stop {_mrr(whole.stdout)}")
+    assert _mrr(rest.stdout) > 0.25 and abs(_mrr(rest.stdout) - _mrr(whole.stdout)) < 0.05
+    other = _cli(*[x if x != "2" else "3" for x in run], "--max_step", "400", "--checkpoint_dir", "ck", "--resume",
+                 cwd=root)
+    assert other.returncode != 0 and "other entity partitions" in other.stdout + other.stderr, other.stderr[-2000:]
+
+
 def test_dist_train_with_entities_on_disk_refuses_what_it_cannot_do(kg):
     root, data = kg
     (root / "ip.txt").write_text("".join(f"127.0.0.1 {p}\n" for p in free_ports("127.0.0.1", 2)))
     base = ["kge", "dist-train", *data, *COMMON, "--path", str(root), "--ip_config", str(root / "ip.txt"),
             "--num_entity_partitions", "2"]
-    for flags, says in ((["--async_update"], "drop --async_update"), (["--rel_part"], "drop --rel_part"),
-                        (["--checkpoint_dir", "ck"], "takes no checkpoints")):
+    for flags, says in ((["--async_update"], "drop --async_update"), (["--rel_part"], "drop --rel_part")):
         done = _cli(*base, *flags, cwd=root)
         assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -179,9 +179,6 @@ def _bucket_flags(cfg: TrainConfig, what: str, machines: bool = False) -> None:
         raise InputError(f"{what} applies each step's updates before the next: drop --async_update")
     if machines and cfg.rel_part:
         raise InputError(f"{what} gives each trainer the triples of its machine's buckets: drop --rel_part")
-    if machines and (cfg.checkpoint_dir or cfg.resume):
-        raise InputError(f"{what} takes no checkpoints: drop --checkpoint_dir and --resume, or keep each "
-                         f"machine's share in memory (no --num_entity_partitions or --memory_budget)")
 
 
 def _train_buckets(cfg: TrainConfig, data: KGData, num_parts: int, save_dir: Path | None, reporter: Reporter) -> None:

@@ -29,7 +29,7 @@ from torch import Tensor
 from ...data.chunked import npy_file_array
 from ...distributed.initializers import Uniform
 from ...errors import InputError
-from ...files import write_atomically
+from ...files import link_or_copy, write_atomically
 from ...kvstore import initializers, kernels
 from ...malloc import keep_freed_memory
 from ...optim.sparse import coalesce
@@ -262,7 +262,7 @@ class BucketTrainer:
         (tmp / "entities").mkdir(parents=True)
         for f in sorted((self.work / "entities").iterdir()):
             if not f.name.endswith(".tmp"):
-                _link_or_copy(f, tmp / "entities" / f.name)
+                link_or_copy(f, tmp / "entities" / f.name)
         state = {"position": [position.epoch, position.index, position.step], "log_sums": log_sums.clone(),
                  "samplers": {f"{i},{j}": s for (i, j), s in self.samplers.items()},
                  "relations": {name: (rows.clone(), st.clone()) for name, (rows, st) in tables.relations.items()},
@@ -288,7 +288,7 @@ class BucketTrainer:
         shutil.rmtree(entities, ignore_errors=True)
         entities.mkdir(parents=True)
         for f in (found[-1] / "entities").iterdir():
-            _link_or_copy(f, entities / f.name)
+            link_or_copy(f, entities / f.name)
         self.tables = BucketTables(self.model, self.layout, self.n_relations, entities, cfg.seed, cfg.lr)
         for name, (rows, st) in state["relations"].items():
             self.tables.relations[name][0].copy_(rows)
@@ -304,11 +304,3 @@ def _resume_key(cfg: TrainConfig, layout: BucketLayout) -> dict:
     """What a resumed run shares with the run it continues."""
     return {**{k: getattr(cfg, k) for k in MUST_MATCH}, "num_parts": layout.num_parts,
             "offsets": [int(x) for x in layout.offsets]}
-
-
-def _link_or_copy(src: Path, dst: Path) -> None:
-    """A hard link (the same rows, no copy), or a copy across file systems."""
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)

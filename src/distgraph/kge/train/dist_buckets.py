@@ -18,11 +18,14 @@ partitions, one pass over the bucket. A stage starts after a barrier (every upda
 one applied), where each machine's first trainer writes back and reads its partitions; a
 second barrier tells every trainer where every machine keeps them. Ranking and saving go over
 the partitions the same way, one index of Q at a time; each server ranks the rows of its own
-slot (a window of its share), with its machine's known triples as the filter.
+slot (a window of its share), with its machine's known triples as the filter. A checkpoint is
+taken at a stage boundary: each machine's partition files hard-linked into it, the relation
+tables by their servers, every trainer's samplers and steps.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import sys
@@ -36,10 +39,11 @@ import torch
 from torch import Tensor
 
 from ...arrays import group_keys
+from ...distributed.checkpoint import CheckpointDir
 from ...distributed.initializers import Uniform
 from ...distributed.runtime import all_gather
 from ...errors import InputError
-from ...files import check_space
+from ...files import check_space, link_or_copy
 from ...kvstore.client import PendingPull
 from ...malloc import keep_freed_memory
 from ..config import TrainConfig
@@ -51,7 +55,7 @@ from .buckets import bucket_order, choose_partitions, partition_bounds
 from .partitions import SLOTS, EntityPartitions
 from .placement import DeviceTables
 from .sampler import ChunkSampler
-from .steps import Emit, StepLog, batch_rows, train_step
+from .steps import MUST_MATCH, Emit, StepLog, batch_rows, train_step
 from .tables import KGETables
 
 SAVE_BLOCK = 1 << 16  # entity rows pulled at a time when saving
@@ -229,18 +233,19 @@ class StageTrainer:
         got = all_gather({"machine": self.machine, "held": held})
         self.slots.set({v["machine"]: {int(q): s for q, s in v["held"].items()} for v in got if v["held"] is not None})
 
-    def _pairs(self, used: set[tuple[int, int]]):
-        """(pair, the next pair) of every stage, epoch after epoch: the pairs of `used` (those
-        some trainer has triples for; the others would only move partitions)."""
-        q, epoch, pending = self.plan.num_parts, 0, None
+    def _pairs(self, used: set[tuple[int, int]], start: tuple[int, int] = (0, 0)):
+        """((epoch, index in its order), pair, the next pair) of every stage from `start` on,
+        epoch after epoch: the pairs of `used` (those some trainer has triples for; the others
+        would only move partitions)."""
+        (epoch, first), pending = start, None
         while True:
-            for pair in bucket_order(q, epoch, self.t.cfg.seed):
-                if pair not in used:
+            for k, pair in enumerate(bucket_order(self.plan.num_parts, epoch, self.t.cfg.seed)):
+                if k < first or pair not in used:
                     continue
                 if pending is not None:
-                    yield pending, pair
-                pending = pair
-            epoch += 1
+                    yield (*pending, pair)
+                pending = ((epoch, k), pair)
+            epoch, first = epoch + 1, 0
 
     def _sampler(self, buckets: Buckets, head_part: int, tail_q: int) -> ChunkSampler | None:
         cfg, plan = self.t.cfg, self.plan
@@ -269,13 +274,17 @@ class StageTrainer:
         work = None
         stopped = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the launcher's stop: clean up first
         try:
+            resumed = self._resume()
             if self.rank % t.per_machine == 0:
                 base = Path(cfg.bucket_dir or cfg.save_path)
                 base.mkdir(parents=True, exist_ok=True)
                 work = Path(tempfile.mkdtemp(prefix=".kge-partitions-", dir=base))
+                if resumed is not None:  # the checkpoint's partitions, linked (each is replaced, never changed)
+                    for f in sorted(resumed[0].iterdir()):
+                        link_or_copy(f, work / f.name)
                 self._start_files(work)
             valid = t.eval_triples("valid") if cfg.valid else None
-            step, trained = self._train(buckets, valid)
+            step, trained = self._train(buckets, valid, None if resumed is None else resumed[1])
             all_gather(None)  # (after a last validation, no trainer ranks any more)
             if self.parts is not None:
                 self.parts.flush()
@@ -308,15 +317,21 @@ class StageTrainer:
         self.parts = EntityPartitions(work, plan.machine_bounds(self.machine), dim, spec, cfg.lr,
                                       memory=(table.local_partition, state.local_partition))
 
-    def _train(self, buckets: Buckets, valid: Tensor | None) -> tuple[int, int]:
-        """Stages until every trainer has made --max_step steps; (steps, triples) of this one."""
+    def _train(self, buckets: Buckets, valid: Tensor | None, resumed: dict | None) -> tuple[int, int]:
+        """Stages until every trainer has made --max_step steps (from a checkpoint's stage and
+        state when `resumed`), with validation and checkpoints at stage boundaries; (steps,
+        triples) this trainer made."""
         t, cfg, plan = self.t, self.t.cfg, self.plan
         log = StepLog(cfg, self.rank, self.emit)
         placed = DeviceTables(self.tables, t.device, {})
         self.emit(("started", self.rank))
-        step = trained = last_eval = 0
+        start, step, last = (0, 0), 0, 0
+        if resumed is not None:
+            start, step, last = tuple(resumed["position"]), int(resumed["step"]), int(resumed["least"])
+            log.acc.copy_(resumed["log_sums"])
+        first, trained, last_eval, last_checkpoint = step, 0, last, last
         used = {tuple(pair) for pairs in all_gather(buckets.pairs()) for pair in pairs}
-        for (a, b), following in self._pairs(used):
+        for at, (a, b), following in self._pairs(used, start):
             got = all_gather({"step": step})  # every update of the last stage applied
             least = min(v["step"] for v in got)
             validating = valid is not None and least - last_eval >= cfg.eval_interval
@@ -325,7 +340,11 @@ class StageTrainer:
                 last_eval = least
             if least >= cfg.max_step:
                 break
-            self._hold({a, b}, set(following), settled=not validating)
+            checkpointing = bool(cfg.checkpoint_dir) and least - last_checkpoint >= cfg.checkpoint_interval
+            if checkpointing:
+                self._checkpoint(at, step, least, log.acc)
+                last_checkpoint = least
+            self._hold({a, b}, set(following), settled=not (validating or checkpointing))
             for k in range(plan.machines):
                 head_part = (self.machine + k) % plan.machines * plan.num_parts + a
                 sampler = self._sampler(buckets, head_part, b) if step < cfg.max_step else None
@@ -345,7 +364,68 @@ class StageTrainer:
         if self.parts is not None and self.trained:
             self.parts.changed(self.current)
         self.trained = False
-        return step, trained
+        return step - first, trained
+
+    # ------------------------------------------------------------- checkpoints
+    def _resume_key(self) -> dict:
+        """What a resumed run shares with the run it continues."""
+        cfg = self.t.cfg
+        return {**{k: getattr(cfg, k) for k in MUST_MATCH}, "bounds": [int(x) for x in self.plan.bounds]}
+
+    def _relation_tensors(self) -> list:
+        store = self.t.tables
+        return [*(store.tables[n] for n in store.relation_names()),
+                *(store.optimizers[n].state for n in store.relation_names())]
+
+    def _checkpoint(self, at: tuple[int, int], step: int, least: int, log_sums: Tensor) -> None:
+        """Every trainer at once, at a stage boundary (after its barrier): checkpoint `least`
+        (the fewest steps a trainer has made) in --checkpoint_dir. Each machine's partition
+        files are written back and hard-linked into it (`entities-<machine>`), the relation
+        tables saved by their servers, and each trainer's samplers and steps with them."""
+        cfg = self.t.cfg
+        ck = CheckpointDir(cfg.checkpoint_dir)
+        if self.parts is not None:
+            if self.trained:
+                self.parts.changed(self.current)
+                self.trained = False
+            self.parts.flush()
+            mine = ck.path(least) / f"entities-{self.machine}"
+            shutil.rmtree(mine, ignore_errors=True)  # (what a failed save of this step left)
+            mine.mkdir(parents=True)
+            for f in sorted(self.parts.folder.iterdir()):
+                if ".tmp" not in f.name:
+                    link_or_copy(f, mine / f.name)
+        ck.save(least, self._relation_tensors(), {
+            "position": list(at), "step": step, "least": least, "log_sums": log_sums.clone(),
+            "samplers": {f"{h},{b}": s for (h, b), s in self.samplers.items()},
+            "config": json.dumps(self._resume_key())})
+        if self.parts is not None:  # this host's partitions of checkpoints older than those kept
+            held = sorted(ck.root.glob(f"step-*/entities-{self.machine}"))
+            for old in held[:-ck.keep]:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def _resume(self) -> tuple[Path, dict] | None:
+        """Every trainer at once: with --resume, the newest checkpoint's relation tables restored,
+        and (this machine's partitions in it, this trainer's state); None to start afresh."""
+        cfg = self.t.cfg
+        if not cfg.resume:
+            return None
+        ck = CheckpointDir(cfg.checkpoint_dir)
+        found = ck.load_latest(self._relation_tensors())
+        if found is None:
+            return None
+        least, state = found
+        if json.loads(state["config"]) != self._resume_key():
+            raise InputError(f"checkpoint {ck.path(least)} was taken with other settings or other entity "
+                             f"partitions; resume with the same ones, or start a new --checkpoint_dir")
+        mine = ck.path(least) / f"entities-{self.machine}"
+        if self.rank % self.t.per_machine == 0 and not mine.is_dir():
+            raise InputError(f"{mine} is missing: machine {self.machine}'s entity partitions of the checkpoint are "
+                             f"not on this host; resume on the machines that took it")
+        self.samplers = {tuple(int(x) for x in k.split(",")): s for k, s in state["samplers"].items()}
+        if self.rank == 0:
+            self.emit(("resumed", 0, str(ck.path(least)), least))
+        return mine, state
 
     def _nonfinite_entities(self) -> int:
         """Non-finite entity rows of this machine's partitions (counted by its first trainer)."""
