@@ -10,6 +10,7 @@ evaluation (`link_prediction`): the same test triples rank the same against the 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -18,9 +19,10 @@ from torch import Tensor
 from ..models import KGEModel
 from .link_prediction import Rows, queries
 from .metrics import metric_sums
-from .ranking import TripleFilter, ranks, shard_counts
+from .ranking import Queries, TripleFilter, ranks, shard_counts
 
 KNOWN_CHUNK = 1 << 22  # known triples scanned at a time for the filter
+Part = TypeVar("Part")
 
 
 def query_filter(n_relations: int, triples: Tensor, known: Iterable[np.ndarray]) -> TripleFilter:
@@ -64,21 +66,36 @@ def evaluate_partitioned(model: KGEModel, relation_rows: Rows, relation_tables: 
     def rows(name: str, ids: Tensor) -> Tensor:
         return own[torch.searchsorted(needed, ids.contiguous())] if name == "entity" else relation_rows(name, ids)
 
-    batches = [(corrupt_head, queries(model, rows, relation_tables, triples[i:i + batch_size], corrupt_head))
+    def count(p: int, q: Queries, cand: Tensor | None) -> Tensor | None:
+        lo, hi = int(bounds[p]), int(bounds[p + 1])
+        if cand is not None:
+            cand = cand[(cand >= lo) & (cand < hi)]
+            if not len(cand):
+                return None
+        return shard_counts(model, q, read_partition(p), lo, filt, cand)
+
+    return rank_in_parts(model, rows, relation_tables, triples, batch_size, int(bounds[-1]), neg_sample_size, draw,
+                         passes(), count)
+
+
+@torch.no_grad()
+def rank_in_parts(model: KGEModel, rows: Rows, relation_tables: list[str], triples: Tensor, batch_size: int,
+                  n_entities: int, neg_sample_size: int, draw: Callable[[int], Tensor] | None,
+                  parts: Iterable[Part], count: Callable[[Part, Queries, Tensor | None], Tensor | None]
+                  ) -> dict[str, float]:
+    """Metric sums over head and tail ranking of `triples` (`rows` gives the queries' own rows),
+    each batch's candidates counted a part of the table at a time: for each of `parts` in turn
+    (a generator may change what is in memory between them), `count(part, queries, candidates
+    or None for all)` gives the counts of that part's candidates (None: it has none)."""
+    batches = [queries(model, rows, relation_tables, triples[i:i + batch_size], corrupt_head)
                for corrupt_head in (True, False) for i in range(0, len(triples), batch_size)]
     candidates = [None if neg_sample_size < 0 else torch.unique(draw(neg_sample_size)) for _ in batches]
-    counts = [torch.zeros(len(q.anchor), dtype=torch.int64) for _, q in batches]
-    for p in passes():
-        lo, hi = int(bounds[p]), int(bounds[p + 1])
-        shard = read_partition(p)
-        for k, (_, q) in enumerate(batches):
-            cand = candidates[k]
-            if cand is not None:
-                cand = cand[(cand >= lo) & (cand < hi)]
-                if not len(cand):
-                    continue
-            counts[k] += shard_counts(model, q, shard, lo, filt, cand)
-    total = int(bounds[-1])
-    out = [ranks(c, q.target, total if cand is None else len(cand))
-           for c, (_, q), cand in zip(counts, batches, candidates)]
+    counts = [torch.zeros(len(q.anchor), dtype=torch.int64) for q in batches]
+    for part in parts:
+        for k, q in enumerate(batches):
+            got = count(part, q, candidates[k])
+            if got is not None:
+                counts[k] += got
+    out = [ranks(c, q.target, n_entities if cand is None else len(cand))
+           for c, q, cand in zip(counts, batches, candidates)]
     return metric_sums(torch.cat(out) if out else torch.empty(0))

@@ -2,8 +2,8 @@
 on GPU `ids[i % len(ids)]`, otherwise the CPU; and moving rows there and back.
 
 Every step and ranking runs the same code on whichever device: tensors are moved with
-`distributed.transfer.to_device` / `to_host`, which are the identity on the CPU and pinned, non-blocking copies
-for a CUDA device. The device type that `--gpu` ids name is `cluster.env.kge_gpu_type`'s:
+`distributed.transfer.to_device` / `to_host`, which are the identity on the CPU and pinned,
+non-blocking copies for a CUDA device. The device type that `--gpu` ids name is `cluster.env.kge_gpu_type`'s:
 `cuda`, or `cpu` to run the GPU path on CPUs (what the tests on machines without a GPU do)."""
 
 from __future__ import annotations

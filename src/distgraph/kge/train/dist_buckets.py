@@ -47,10 +47,9 @@ from ...files import check_space, link_or_copy
 from ...kvstore.client import PendingPull
 from ...malloc import keep_freed_memory
 from ..config import TrainConfig
-from ..evaluate.link_prediction import queries
-from ..evaluate.metrics import metric_sums
-from ..evaluate.ranking import Queries, ranks
-from ..saved_model import RowBlocks, nonfinite_rows
+from ..evaluate.partitioned import rank_in_parts
+from ..evaluate.ranking import Queries
+from ..saved_model import nonfinite_rows
 from .buckets import bucket_order, choose_partitions, partition_bounds
 from .partitions import SLOTS, EntityPartitions
 from .placement import DeviceTables
@@ -64,17 +63,24 @@ SAVE_BLOCK = 1 << 16  # entity rows pulled at a time when saving
 @dataclass(frozen=True)
 class StagePlan:
     """The machines' entity partitions: `bounds` the first id of each machine's Q partitions,
-    machine after machine, then the entity count; SLOTS of `slot_rows` rows in memory a machine."""
+    machine after machine, then the entity count; `slots` of `slot_rows` rows in memory a machine."""
 
     bounds: np.ndarray
     num_parts: int
-    slots: int
-    slot_rows: int
     why: str
 
     @property
     def machines(self) -> int:
         return (len(self.bounds) - 1) // self.num_parts
+
+    @property
+    def slots(self) -> int:
+        return min(SLOTS, self.num_parts)
+
+    @property
+    def slot_rows(self) -> int:
+        """Rows of a slot: the largest partition's."""
+        return int(np.diff(self.bounds).max())
 
     @property
     def table_rows(self) -> int:
@@ -106,9 +112,7 @@ def stage_plan(cfg: TrainConfig, ranges: list[tuple[int, int]], triples_per_mach
         raise InputError(f"{q} entity partitions a machine are more than a machine's {smallest:,} entities: give "
                          f"--num_entity_partitions {smallest} or fewer (or a larger --memory_budget)")
     bounds = np.concatenate([partition_bounds(hi - lo, q)[:-1] + lo for lo, hi in ranges] + [[ranges[-1][1]]])
-    slot_rows = int(np.diff(bounds).max())
-    return StagePlan(bounds.astype(np.int64), q, min(SLOTS, q), slot_rows,
-                     f"{choice.why}; negatives from each bucket's two partitions")
+    return StagePlan(bounds.astype(np.int64), q, f"{choice.why}; negatives from each bucket's two partitions")
 
 
 class SlotMap:
@@ -185,7 +189,7 @@ class Buckets:
         self.importance = None if importance is None else importance.index_select(0, order)
         self.num_parts = q
 
-    def pairs(self) -> list[list[int]]:
+    def pairs(self) -> list[tuple[int, int]]:
         """The (head partition index, tail partition index) pairs of this trainer's non-empty buckets."""
         q = self.num_parts
         full = np.flatnonzero(np.diff(self.starts) > 0)
@@ -452,22 +456,15 @@ class StageTrainer:
             return own[torch.searchsorted(needed, ids.contiguous())] if name == "entity" else \
                 self.tables.rows(name, ids)
 
-        names = self.tables.relation_names()
-        size = cfg.batch_size_eval
-        batches = [queries(t.model, rows, names, triples[i:i + size], head)
-                   for head in (True, False) for i in range(0, len(triples), size)]
-        sampled = cfg.neg_sample_size_eval > 0
-        candidates = [torch.unique(t._draw(cfg.neg_sample_size_eval)) if sampled else None for _ in batches]
-        counts = [torch.zeros(len(q.anchor), dtype=torch.int64) for q in batches]
-        for q in range(plan.num_parts):
-            self._hold({q})
-            for k, batch in enumerate(batches):
-                counts[k] += self._count(batch, q, candidates[k])
-        out = [ranks(c, b.target, t.n_entities if cand is None else len(cand))
-               for c, b, cand in zip(counts, batches, candidates)]
-        return metric_sums(torch.cat(out) if out else torch.empty(0))
+        def held_in_turn():
+            for q in range(plan.num_parts):
+                self._hold({q})
+                yield q
 
-    def _count(self, batch: Queries, q: int, candidates: Tensor | None) -> Tensor:
+        return rank_in_parts(t.model, rows, self.tables.relation_names(), triples, cfg.batch_size_eval, t.n_entities,
+                             cfg.neg_sample_size_eval, t._draw, held_in_turn(), self._count)
+
+    def _count(self, q: int, batch: Queries, candidates: Tensor | None) -> Tensor:
         """Candidates of partition q of every machine scoring at least each query's target."""
         asks = {}
         for m in range(self.plan.machines):
@@ -504,16 +501,7 @@ class StageTrainer:
                         rows[s:e] = self.tables.rows("entity", torch.arange(s, e)).numpy()
             if writing:
                 rows.flush()
-                t._save(_reordered(rows, t.original_order()))
+                t._save(torch.from_numpy(rows))
         finally:
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
-
-
-def _reordered(rows: np.ndarray, new: np.ndarray) -> RowBlocks:
-    """The rows `new[i]` of `rows` for i = 0, 1, ... as RowBlocks, a block at a time."""
-    def blocks():
-        for s in range(0, len(new), SAVE_BLOCK):
-            yield rows[new[s:s + SAVE_BLOCK]]
-
-    return RowBlocks(rows.shape, np.dtype(np.float32), blocks)

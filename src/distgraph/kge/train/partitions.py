@@ -6,9 +6,10 @@ row). A partition without files has never been trained: its rows are the table's
 (by global row, so any P starts from the same values), made where they are needed until the
 partition first changes, and written when it is written back after that: no start-up pass
 writes the whole table, and ranking reads no file of a partition never trained. Memory holds
-`SLOTS` partitions: the current bucket's two and the next bucket's incoming one, which an I/O thread reads while the current bucket trains, after writing back the
-partition it replaces. A partition is written to a new file renamed over the old one, never in
-place, so a checkpoint's hard links keep the rows they were taken with.
+`SLOTS` partitions: the current bucket's two and the next bucket's incoming one, which an I/O
+thread reads while the current bucket trains, after writing back the partition it replaces.
+A partition is written to a new file renamed over the old one, never in place, so a
+checkpoint's hard links keep the rows they were taken with.
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ class EntityPartitions:
         self.folder, self.bounds, self.dim, self.lr = Path(folder), np.asarray(bounds, dtype=np.int64), dim, lr
         self.num_parts = len(self.bounds) - 1
         self._bounds_t = torch.from_numpy(self.bounds)
-        count = min(SLOTS, self.num_parts)
-        self.slot_rows = rows = int(np.diff(self.bounds).max()) if memory is None else len(memory[0]) // count
-        if rows < int(np.diff(self.bounds).max()):
-            raise ValueError(f"slots of {rows} rows cannot hold partitions of up to {int(np.diff(self.bounds).max())}")
+        count, largest = min(SLOTS, self.num_parts), int(np.diff(self.bounds).max())
+        self.slot_rows = rows = largest if memory is None else len(memory[0]) // count
+        if rows < largest:
+            raise ValueError(f"slots of {rows} rows cannot hold partitions of up to {largest}")
         # one tensor of every slot's rows, so a gather from several partitions is one index_select
         if memory is None:
             self._emb, self._state = torch.empty(count, rows, dim), torch.empty(count, rows)

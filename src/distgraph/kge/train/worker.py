@@ -336,24 +336,18 @@ class Trainer:
             self.emit(("resumed", 0, str(CheckpointDir(cfg.checkpoint_dir).path(step)), step))
         return step + 1
 
-    def original_order(self) -> np.ndarray:
-        """The entity ids of this partition in the order of the entities' original ids."""
-        orig = np.load(self.pcfg.dir / self.pcfg.mapping_file("node", "_N"))
-        new = np.empty(len(orig), dtype=np.int64)
-        new[orig] = np.arange(len(orig))  # new id i is original entity orig[i]
-        return new
-
-    def _save(self, entity: RowBlocks | None = None) -> None:
+    def _save(self, entity: Tensor | None = None) -> None:
         """Trainer 0 writes the tables in the entities' original ids (DGL-KE saves on machine 0), read
-        a block of rows at a time from where they live (or the entity rows `entity`, in that
-        order): no process holds a whole table."""
+        a block of rows at a time from where they live (the entity table's from `entity`, its rows
+        in id order, when given): no process holds a whole table."""
         if self.ctx.rank != 0 or self.save_dir is None:
             return
         release_freed_memory()  # the heap that training kept (keep_freed_memory): the save's blocks need the room
-        tables = {name: table_blocks(t, self.original_order() if name == "entity" else None)
-                  for name, t in self.tables.tables.items() if name != "entity" or entity is None}
-        if entity is not None:
-            tables = {"entity": entity, **tables}
+        orig = np.load(self.pcfg.dir / self.pcfg.mapping_file("node", "_N"))
+        new = np.empty(len(orig), dtype=np.int64)
+        new[orig] = np.arange(len(orig))  # new id i is original entity orig[i]
+        tables = {name: table_blocks(entity if name == "entity" and entity is not None else t,
+                                     new if name == "entity" else None) for name, t in self.tables.tables.items()}
         save_model(Path(self.save_dir), self.cfg, tables, read_dict(self.pcfg.dir / self.kg_files["entities"]),
                    read_dict(self.pcfg.dir / self.kg_files["relations"]))
         self.emit(("saved", 0, self.save_dir))
