@@ -54,7 +54,7 @@ from .buckets import bucket_order, choose_partitions, partition_bounds
 from .partitions import SLOTS, EntityPartitions
 from .placement import DeviceTables
 from .sampler import ChunkSampler
-from .steps import MUST_MATCH, Emit, StepLog, batch_rows, train_step
+from .steps import MUST_MATCH, Emit, StepLog, train_step
 from .tables import KGETables
 
 SAVE_BLOCK = 1 << 16  # entity rows pulled at a time when saving
@@ -327,7 +327,7 @@ class StageTrainer:
         triples) this trainer made."""
         t, cfg, plan = self.t, self.t.cfg, self.plan
         log = StepLog(cfg, self.rank, self.emit)
-        placed = DeviceTables(self.tables, t.device, {})
+        placed = t.placed = DeviceTables(self.tables, t.device, {})
         self.emit(("started", self.rank))
         start, step, last = (0, 0), 0, 0
         if resumed is not None:
@@ -355,11 +355,13 @@ class StageTrainer:
                 if sampler is None:
                     continue
                 visit = min(-(-len(sampler.triples) // sampler.batch_size), cfg.max_step - step)
-                for _ in range(visit):
+                ahead = t._ask_next(sampler)
+                for k in range(visit):
                     step += 1
-                    batch = next(sampler)
-                    wanted = batch_rows(placed, batch)
-                    stats, update = train_step(t.model, placed, batch, wanted, placed.start_rows(wanted).result(), cfg)
+                    batch, wanted, pending = ahead
+                    stats, update = train_step(t.model, placed, batch, wanted, pending.result(), cfg)
+                    if k + 1 < visit:  # the next rows travel while this step's local updates run
+                        ahead = t._ask_next(sampler)
                     update()
                     log.add(step, stats)
                     trained += len(batch.h)
