@@ -249,6 +249,21 @@ def test_repeated_triples_are_counted_a_share_of_heads_at_a_time(monkeypatch):
     assert _repeated_rows(t, 3 * 10 ** 17, 4) == want  # a sort by (h, r) then t: h * r * t needs more than 63 bits
 
 
+def test_passes_over_cached_triples_read_the_file_not_its_mapping(tmp_path, monkeypatch):
+    """The loader's cached triples are mapped; a whole-array pass (the data's warnings) reads them
+    by positioned reads instead, so no page of the mapping is left resident (4 GB at Freebase's
+    size): the blocks are arrays of their own with the mapped rows' values."""
+    files = _udd(tmp_path)
+    _chunked(monkeypatch)
+    data = load_dataset(tmp_path, "kg", "udd_hrt", files)
+    assert isinstance(data.train, np.memmap)
+    monkeypatch.setattr(triples, "BLOCK_ROWS", 700)
+    blocks = list(triples.row_blocks(data.train, 700))
+    assert len(blocks) == -(-len(data.train) // 700)
+    assert not any(isinstance(b, np.memmap) or np.shares_memory(b, data.train) for b in blocks)
+    np.testing.assert_array_equal(np.concatenate(blocks), np.asarray(data.train))
+
+
 def test_the_data_warnings_of_cached_files_are_kept_with_them(tmp_path, monkeypatch):
     """The checks behind the data's warnings (a pass and a sort over every triple) run once per
     cached input: a later load reads their lines from the cache folder; an edited input is checked again."""

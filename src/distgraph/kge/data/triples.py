@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...data.file_array import unmapped
 from ...errors import InputError
 from .names import SEEDS, HashCollision, Names, Numbering
 from .store import Store, open_store
@@ -66,7 +67,10 @@ def id_dtype(bound: int) -> np.dtype:
 
 
 def row_blocks(triples: np.ndarray, rows: int = BLOCK_ROWS) -> Iterator[np.ndarray]:
-    """The rows a block at a time: bounded temporaries, also over a memory-mapped array."""
+    """The rows a block at a time: bounded temporaries. A memory-mapped array (the loader's cache)
+    is read from its file (`unmapped`): read through the mapping, every page would stay resident
+    while the mapping lives (4 GB at Freebase's size, the whole of a command)."""
+    triples = unmapped(triples)
     for i in range(0, len(triples), rows):
         yield np.asarray(triples[i:i + rows])
 
