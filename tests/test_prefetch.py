@@ -140,3 +140,18 @@ def test_one_torch_thread_makes_batches_ahead_only_when_they_wait_on_other_hosts
         assert batch_threads(False) == 2 and batch_threads(True) == 1
     finally:
         torch.set_num_threads(1)
+
+
+def test_batch_threads_run_torch_on_one_core_each_and_leave_the_callers_count():
+    """With several batch threads, each runs its torch operations on one core (the batches are
+    the parallelism); the calling thread keeps the count it set, for its own work."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        counts = list(made_ahead(lambda _: torch.get_num_threads(), range(6), threads=2, depth=2))
+        assert counts == [1] * 6
+        assert torch.get_num_threads() == 2
+        # one thread of batches (made ahead beside the step) keeps torch's count
+        assert list(made_ahead(lambda _: torch.get_num_threads(), range(2), threads=1, depth=1)) == [2, 2]
+    finally:
+        torch.set_num_threads(before)

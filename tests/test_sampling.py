@@ -159,6 +159,11 @@ def test_to_block_native_and_torch_agree_on_large_blocks(monkeypatch):
     assert torch.equal(c.edge_index[1], row)
     with pytest.raises(IndexError):
         block_from_edges(dst, src[:3], torch.tensor([2, 1, 5000]), torch.arange(3))
+    # ids past the C table's 40-bit tags are relabelled by the torch path, to the same block
+    huge = (1 << 40) + torch.arange(6)
+    e = block_from_edges(huge[:2], huge[[5, 0, 3, 5]], torch.tensor([0, 0, 1, 1]), torch.arange(4))
+    assert e.src_nodes.tolist() == huge[[0, 1, 5, 3]].tolist()
+    assert e.edge_index.tolist() == [[2, 0, 3, 2], [0, 0, 1, 1]]
 
 
 def test_sage_conv_mean_aggregation():

@@ -428,18 +428,18 @@ def with_types(block: Block, types, etype: torch.Tensor | None = None) -> Block:
 
 
 def block_from_edges(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.Tensor, eids: torch.Tensor,
-                     etype: torch.Tensor | None = None) -> Block | tuple[Block, torch.Tensor]:
+                     etype: torch.Tensor | None = None, grouped: bool = False) -> Block | tuple[Block, torch.Tensor]:
     """Build a block from sampled edges: `src` global source ids, `dst_row` the row of each
     edge's destination in `dst_nodes` (distinct). Sources that are not destinations are
     appended after the destinations in order of first appearance (as DGL's `to_block`) once
     the edges are grouped by destination, keeping their order within one: the block depends
     on each destination's edges, not on the order they arrived in (the edges of several
     machines arrive as one sorted run each). With `etype` (each edge's type), returns the
-    block and the types in its edge order."""
-    dst_nodes = dst_nodes.to(torch.int64).contiguous()
-    src, dst_row, eids = (a.to(torch.int64).contiguous() for a in (src, dst_row, eids))
-    grouped = dst_row.numel() <= 1 or bool((dst_row[1:] >= dst_row[:-1]).all())
-    extra = None if etype is None else etype.to(torch.int64).contiguous()
+    block and the types in its edge order; `grouped` says the rows are known to be ascending.
+    (No torch call where none is needed: each lets another batch thread take Python's lock.)"""
+    dst_nodes, src, dst_row, eids = (int64_contiguous(a) for a in (dst_nodes, src, dst_row, eids))
+    grouped = grouped or dst_row.numel() <= 1 or bool((dst_row[1:] >= dst_row[:-1]).all())
+    extra = None if etype is None else int64_contiguous(etype)
     native = _relabel_native(dst_nodes, src, None if grouped else (dst_row, eids, extra))
     if native is not None:
         src_nodes, src_row, regrouped = native
@@ -453,6 +453,11 @@ def block_from_edges(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.
         src_nodes, src_row = _relabel_torch(dst_nodes, src)
     block = Block(src_nodes, dst_nodes, torch.stack([src_row, dst_row]), eids)
     return block if etype is None else (block, extra)
+
+
+def int64_contiguous(t: torch.Tensor) -> torch.Tensor:
+    """`t` as a contiguous int64 tensor, itself when it is one already."""
+    return t if t.dtype == torch.int64 and t.is_contiguous() else t.to(torch.int64).contiguous()
 
 
 def to_block(g, dst_nodes=None, include_dst_in_src: bool = True, src_nodes=None) -> Block:
@@ -507,7 +512,6 @@ def rows_in(nodes: torch.Tensor, ids: torch.Tensor, what: str | None = None) -> 
 
 
 _tables = threading.local()  # per thread: the C relabel's hash table, reused (see sampling.c)
-_MAX_ID = (1 << 40) - 2  # the table's tags hold id + 1 in 40 bits
 _MAX_EPOCH = (1 << 23) - 1
 
 
@@ -516,10 +520,11 @@ def _relabel_native(dst: torch.Tensor, src: torch.Tensor, regroup: tuple | None)
     = (rows, eids, extra or None) those grouped by row, the local ids in that order too);
     None when the kernels are not built or an id does not fit the table's tags."""
     lib = kernels()
-    if lib is None or not all(not x.numel() or 0 <= int(x.min()) <= int(x.max()) <= _MAX_ID for x in (dst, src)):
+    if lib is None:
         return None
     nd, ns = dst.numel(), src.numel()
-    nodes, local = torch.empty(nd + ns, dtype=torch.int64), torch.empty(ns, dtype=torch.int64)
+    buffer = torch.empty(nd + 2 * ns, dtype=torch.int64)  # one allocation: see `sample_uniform_native`
+    nodes, local = buffer[:nd + ns], buffer[nd + ns:]
     rows = eids = counts = out_rows = out_eids = extra = out_extra = None
     if regroup is not None:
         rows, eids, extra = regroup
@@ -542,6 +547,8 @@ def _relabel_native(dst: torch.Tensor, src: torch.Tensor, regroup: tuple | None)
         if n != -1:
             break
         need = 2 * _tables.cap
+    if n == -4:
+        return None  # an id beyond the table's tags (or negative): the torch path takes it
     if n == -2:
         raise InputError("the destination nodes of a block must be distinct")
     if n == -3:

@@ -66,6 +66,8 @@ def as_id_tensor(values, what: str) -> torch.Tensor:
     if not isinstance(values, torch.Tensor):
         return torch.from_numpy(as_id_array(values, what))
     t = values
+    if t.dtype == torch.int64 and t.dim() == 1:
+        return t  # as it is: a torch call, even one that changes nothing, lets other threads take Python's lock
     if t.dim() > 1:
         raise InputError(f"{what} must be a 1-D array of ids, got shape {tuple(t.shape)}; "
                          f"flatten it or pass one column")

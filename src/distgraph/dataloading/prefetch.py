@@ -4,11 +4,15 @@ Sampling and gathering spend their time in C kernels and torch operations, which
 without Python's global lock, so a background thread makes the next batches while the
 training step computes (a pipeline of batches in flight), and with several threads several
 batches are made at once. Batches come out in order and each draws from its own generator,
-so the result is the one the calling thread alone would make.
+so the result is the one the calling thread alone would make. With several threads, each
+runs its torch operations on one core (the batches are the parallelism): at torch's own
+count, two batch threads each forked an OpenMP team onto the same two cores.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator, TypeVar
@@ -27,7 +31,8 @@ def made_ahead(fn: Callable[[T], R], items: Iterable[T], threads: int, depth: in
     if threads < 1:
         yield from map(fn, items)
         return
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="distgraph-batches")
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="distgraph-batches",
+                              initializer=one_core_per_thread if threads > 1 else None)
     ahead: deque = deque()
     items = iter(items)
     try:
@@ -41,6 +46,30 @@ def made_ahead(fn: Callable[[T], R], items: Iterable[T], threads: int, depth: in
         for future in ahead:
             future.cancel()
         pool.shutdown(wait=False)
+
+
+def one_core_per_thread() -> None:
+    """Run the calling thread's torch operations on one core, leaving other threads' count as it
+    is: OpenMP's thread count is kept per thread (`omp_set_num_threads`), where
+    `torch.set_num_threads` changes every thread's. No-op where torch's OpenMP is not found."""
+    torch.get_num_threads()  # torch sets a thread's count on its first use: before ours, not after
+    lib = _openmp()
+    if lib is not None:
+        lib.omp_set_num_threads(1)
+
+
+def _openmp():
+    """The OpenMP runtime torch's operations run on (its own copy in torch/lib, else the process's)."""
+    folder = os.path.join(os.path.dirname(torch.__file__), "lib")
+    names = sorted(n for n in os.listdir(folder) if n.startswith(("libgomp", "libiomp5"))) if os.path.isdir(folder) else []
+    for lib in [*(os.path.join(folder, n) for n in names), None]:
+        try:
+            found = ctypes.CDLL(lib)
+            found.omp_set_num_threads.argtypes = [ctypes.c_int]
+            return found
+        except (OSError, AttributeError):
+            continue
+    return None
 
 
 def batch_threads(runs_user_code: bool, waits_on_other_hosts: bool = False) -> int:

@@ -336,7 +336,7 @@ class DistGraph:
         me, client = self._ctx.machine_id, self._ctx.client
         machines = torch.nonzero(torch.bincount(owner)).flatten().tolist()  # no sort, unlike unique
         others = [m for m in machines if m != me]
-        draws = dict(zip(others, torch.randint(0, MAX_SEED, (len(others),), generator=generator).tolist()))
+        draws = dict(zip(others, torch.randint(0, MAX_SEED, (len(others),), generator=generator).tolist())) if others else {}
         jobs = {m: (part, generator if m == me else torch.Generator().manual_seed(draws[m]),
                     edge_weights(store, part, names))  # sampled in this process
                 for m, (part, store) in self._in_process(machines).items()}

@@ -247,8 +247,9 @@ int64_t sample_uniform(int64_t ncsc, const csc_t *cscs, int64_t n, const int64_t
  * the order the edges came in (a machine at a time, or in seed order). Returns the number of
  * distinct ids; -1 if the table is too small (more than cap / 2 distinct ids: call again with a
  * bigger one, a new epoch and zeroed counts), -2 if dst repeats an id, -3 if a row is out of
- * range. */
+ * range, -4 if an id lies outside [0, MAX_ID] (the caller relabels another way). */
 #define AHEAD 8
+#define MAX_ID ((1LL << 40) - 2) /* tags hold id + 1 in 40 bits */
 static inline uint64_t slot_of(int64_t id, int shift) {
     return (((uint64_t)id + 1) * 0x9E3779B97F4A7C15ULL) >> shift; /* the product's high bits */
 }
@@ -281,6 +282,7 @@ int64_t relabel(int64_t nd, const int64_t *dst, int64_t ns, const int64_t *src, 
             __builtin_prefetch(table + 2 * slot_of(ahead, shift));
         }
         int64_t id = i < nd ? dst[i] : src[i - nd];
+        if ((uint64_t)id > (uint64_t)MAX_ID) return -4;
         uint64_t tag = ((uint64_t)id + 1) | stamp, h = slot_of(id, shift);
         while ((uint64_t)table[2 * h] >> 40 == epoch && (uint64_t)table[2 * h] != tag) h = (h + 1) & mask;
         if ((uint64_t)table[2 * h] == tag) {

@@ -47,7 +47,8 @@ class TypedRanges:
     def _checked(self, ids, t: str | None) -> torch.Tensor:
         ids = as_id_tensor(ids, f"{self.kind} ids")
         n = self.count(t)
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n):
+        lo, hi = torch.aminmax(ids) if ids.numel() else (0, 0)  # one torch call where min and max were two
+        if int(lo) < 0 or int(hi) >= n:
             bad = ids[(ids < 0) | (ids >= n)][0].item()
             what = f"{self.kind} type {t!r}" if t is not HOMOGENEOUS else "the graph"
             raise InputError(f"{self.kind} id {bad} is out of range: {what} has {self.kind} ids 0..{n - 1}")

@@ -16,8 +16,10 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
+from ..block import int64_contiguous
 from ..native import CscStruct, kernels
 
 
@@ -183,10 +185,10 @@ def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: to
             if struct is None:
                 return None
             table[i] = struct
-    seeds = seeds.contiguous()
+    seeds = int64_contiguous(seeds)
     owner_ptr = None
     if owner is not None:
-        owner = owner.to(torch.int64).contiguous()
+        owner = int64_contiguous(owner)
         owner_ptr = owner.data_ptr()
     args = (len(cscs), ctypes.addressof(table), seeds.numel(), seeds.data_ptr(), owner_ptr, k, ks_ptr, nks)
     total = lib.sample_count(*args)  # exact untyped; a bound with per-type fanouts
@@ -200,9 +202,12 @@ def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: to
         raise ValueError("a typed CSC has more edge types than fanouts were given")
     if total < 0:
         raise MemoryError("sample_count could not allocate its work space")
-    out = [torch.empty(total, dtype=torch.int64) for _ in range(2 + with_eids + with_etypes)]
-    counters = torch.zeros(len(cscs), dtype=torch.int64)
-    got = lib.sample_uniform(*args, counters.data_ptr(), out[0].data_ptr(), out[1].data_ptr(),
+    # the outputs as rows of one allocation and the counters in numpy: torch calls let other
+    # batch threads take Python's lock, so a hop makes as few as it can
+    buffer = torch.empty((2 + with_eids + with_etypes, total), dtype=torch.int64)
+    out = [buffer[i] for i in range(buffer.shape[0])]
+    counters = np.zeros(len(cscs), dtype=np.int64)
+    got = lib.sample_uniform(*args, counters.ctypes.data, out[0].data_ptr(), out[1].data_ptr(),
                              out[2].data_ptr() if with_eids else None, out[-1].data_ptr() if with_etypes else None)
     if got == -2:
         raise IndexError("the CSC's indices point outside its id map, or its typed runs outside their rows "

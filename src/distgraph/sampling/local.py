@@ -24,14 +24,16 @@ class SampledEdges:
     DGL's `sample_neighbors` returns), `edges()` and `edata[EID]` give the same.
 
     With in-edges, `dst` may be left None and `seeds` given instead: it is then
-    `seeds[seed_pos]`, gathered only if asked for (a block never asks)."""
+    `seeds[seed_pos]`, gathered only if asked for (a block never asks). `grouped`: the edges
+    are known to come seed after seed (seed_pos ascending), so a block need not check."""
 
     def __init__(self, src: torch.Tensor, dst: torch.Tensor | None, eids: torch.Tensor,
                  seed_pos: torch.Tensor | None = None, seeds: torch.Tensor | None = None,
-                 etype: torch.Tensor | None = None):
+                 etype: torch.Tensor | None = None, grouped: bool = False):
         if dst is None and (seeds is None or seed_pos is None):
             raise ValueError("SampledEdges needs dst, or the seeds and each edge's seed position")
         self.src, self.eids, self.seed_pos, self._dst, self._seeds = src, eids, seed_pos, dst, seeds
+        self.grouped = grouped and seed_pos is not None
         self.etype = etype  # typed sampling: each edge's type id (in the graph's edge-type order)
         self.graph_num_nodes: int | None = None  # set by sample_neighbors: the frontier holds all nodes
         self.types = None  # set by sample_neighbors on a heterogeneous graph: its id map (per-type views)
@@ -105,7 +107,7 @@ class SampledEdges:
         so one pass over the seeds takes each one's run from its part (C), with no sort."""
         if len(runs) == 1:
             r = runs[0]
-            return SampledEdges(r.src, None, r.eids, r.pos.repeat_interleave(r.counts), seeds, r.etype)
+            return SampledEdges(r.src, None, r.eids, r.pos.repeat_interleave(r.counts), seeds, r.etype, grouped=True)
         n = seeds.numel()
         counts = torch.zeros(n, dtype=torch.int64)
         part_of = torch.full((n,), -1, dtype=torch.int64)
@@ -120,7 +122,7 @@ class SampledEdges:
             order = torch.argsort(rows, stable=True)
             pick = lambda name: torch.cat([getattr(r, name) for r in runs]).index_select(0, order)  # noqa: E731
             return SampledEdges(pick("src"), None, pick("eids"), rows.index_select(0, order), seeds,
-                                pick("etype") if typed else None)
+                                pick("etype") if typed else None, grouped=True)
         arrays = [[r.src.contiguous(), r.eids.contiguous(), *([r.etype.contiguous()] if typed else [])]
                   for r in runs]
         table = [(ctypes.c_void_p * len(runs))(*(a[k].data_ptr() for a in arrays)) for k in range(2 + typed)]
@@ -131,13 +133,13 @@ class SampledEdges:
                                 out[3].data_ptr() if typed else None, out[2].data_ptr(), cursors.data_ptr())
         if got != total:
             raise RuntimeError(f"merging sampled edges wrote {got} of {total}")
-        return SampledEdges(out[0], None, out[1], out[2], seeds, out[3] if typed else None)
+        return SampledEdges(out[0], None, out[1], out[2], seeds, out[3] if typed else None, grouped=True)
 
     def select(self, keep: torch.Tensor) -> "SampledEdges":
         """The edges where `keep` is true."""
         out = SampledEdges(self.src[keep], self.dst[keep], self.eids[keep],
                            None if self.seed_pos is None else self.seed_pos[keep], None,
-                           None if self.etype is None else self.etype[keep])
+                           None if self.etype is None else self.etype[keep], self.grouped)
         out.graph_num_nodes, out.types = self.graph_num_nodes, self.types
         return out
 
@@ -211,7 +213,8 @@ def sample_partitions(jobs: dict[int, tuple[Partition, torch.Generator | None, l
     block wants them); the rest partition by partition."""
     if not jobs:
         empty = seeds.new_empty(0)
-        return SampledEdges(empty, None, empty, empty, seeds, empty if isinstance(fanout, torch.Tensor) else None)
+        return SampledEdges(empty, None, empty, empty, seeds, empty if isinstance(fanout, torch.Tensor) else None,
+                            grouped=True)
     if not replace and all(w is None for _, _, w in jobs.values()):
         n = max(jobs) + 1
         cscs, gens = [None] * n, [None] * n
@@ -220,7 +223,7 @@ def sample_partitions(jobs: dict[int, tuple[Partition, torch.Generator | None, l
         native = sample_uniform_native(cscs, seeds, owner, fanout, gens, with_etypes=isinstance(fanout, torch.Tensor))
         if native is not None:
             seg, src, eids, *etype = native
-            return SampledEdges(src, None, eids, seg, seeds, etype[0] if etype else None)
+            return SampledEdges(src, None, eids, seg, seeds, etype[0] if etype else None, grouped=True)
     runs = []
     for m, (part, gen, weights) in jobs.items():
         pos = torch.nonzero(owner == m).flatten()
