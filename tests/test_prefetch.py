@@ -155,3 +155,28 @@ def test_batch_threads_run_torch_on_one_core_each_and_leave_the_callers_count():
         assert list(made_ahead(lambda _: torch.get_num_threads(), range(2), threads=1, depth=1)) == [2, 2]
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_loaders_epochs_share_its_batch_threads_which_end_with_it(sbm, monkeypatch):
+    """A loader keeps its batch threads from one epoch to the next (new threads each epoch paid
+    for their allocator arenas and relabel tables in their first batches); they end once the
+    loader is gone."""
+    import gc
+
+    monkeypatch.setattr(loader_module, "batch_threads", lambda runs_user_code, remote=False: 2)
+    seeds = torch.nonzero(sbm.ndata["train_mask"]).flatten()
+    loader = DistNodeDataLoader(sbm, seeds, MultiLayerNeighborSampler([5, 3]), batch_size=37, shuffle=True)
+
+    def epoch_threads() -> set[threading.Thread]:
+        for _ in loader:
+            pass
+        return {t for t in threading.enumerate() if t.name.startswith("distgraph-batches")}
+
+    first = epoch_threads()
+    assert first and epoch_threads() == first
+    del loader
+    gc.collect()
+    deadline = time.monotonic() + 30
+    while any(t.name.startswith("distgraph-batches") for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("distgraph-batches")]

@@ -29,7 +29,7 @@ from .collate import EdgeCollator, NodeCollator
 from .edge_prediction import EdgePredictionSampler
 from ..sampling.neighbor import homogeneous_ids, type_map
 from .neighbor_sampler import NeighborSampler, typed_batch
-from .prefetch import batch_threads, made_ahead
+from .prefetch import BatchThreads, batch_threads, made_ahead
 
 
 def _mover(device, sampler: NeighborSampler, pin_prefetcher: bool | None,
@@ -53,6 +53,7 @@ class _SeedLoader:
         if batch_size < 1:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
         self.batch_size, self.shuffle, self.drop_last, self.generator = batch_size, shuffle, drop_last, generator
+        self._threads = BatchThreads()  # this loader's batch threads, from one epoch to the next
 
     def __len__(self) -> int:
         n = self.seeds.numel()
@@ -78,7 +79,7 @@ class _SeedLoader:
                 yield self.mover.move(self.present(decode(header, arrays, id_map)))
             return
         threads = self._batch_threads()
-        for sent in made_ahead(self.made, plan, threads, 2 * threads):
+        for sent in made_ahead(self.made, plan, threads, 2 * threads, self._threads):
             yield self.mover.receive(sent)
 
     def collate(self, job: tuple[torch.Tensor, int]):

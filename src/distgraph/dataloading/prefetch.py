@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import weakref
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator, TypeVar
@@ -23,16 +24,17 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def made_ahead(fn: Callable[[T], R], items: Iterable[T], threads: int, depth: int) -> Iterator[R]:
+def made_ahead(fn: Callable[[T], R], items: Iterable[T], threads: int, depth: int,
+               kept: "BatchThreads | None" = None) -> Iterator[R]:
     """`map(fn, items)` in order, with up to `depth` results made ahead by `threads` threads
     (none: in the calling thread, as they are asked for); an exception comes out at its
     item's turn. Leaving the loop early drops the batches not started yet (those being made
-    finish in their threads)."""
+    finish in their threads). The threads are `kept`'s, which outlive the loop, else a pool of
+    this loop's own."""
     if threads < 1:
         yield from map(fn, items)
         return
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="distgraph-batches",
-                              initializer=one_core_per_thread if threads > 1 else None)
+    pool = kept.pool(threads) if kept is not None else new_pool(threads)
     ahead: deque = deque()
     items = iter(items)
     try:
@@ -45,7 +47,38 @@ def made_ahead(fn: Callable[[T], R], items: Iterable[T], threads: int, depth: in
     finally:
         for future in ahead:
             future.cancel()
-        pool.shutdown(wait=False)
+        if kept is None:
+            pool.shutdown(wait=False)
+
+
+def new_pool(threads: int) -> ThreadPoolExecutor:
+    """`threads` batch threads (each on one core when there are several: `one_core_per_thread`)."""
+    return ThreadPoolExecutor(threads, thread_name_prefix="distgraph-batches",
+                              initializer=one_core_per_thread if threads > 1 else None)
+
+
+class BatchThreads:
+    """A loader's batch threads, kept from one epoch to the next: a pool started each epoch paid,
+    in its first batches, for its threads' new malloc arenas and relabel tables. They end when
+    their owner is collected, or at `close`."""
+
+    def __init__(self):
+        self._pool: ThreadPoolExecutor | None = None
+        self._threads = 0
+        self._end: weakref.finalize | None = None
+
+    def pool(self, threads: int) -> ThreadPoolExecutor:
+        """The pool of `threads` threads (started again when the count changed)."""
+        if threads != self._threads:
+            self.close()
+            self._pool, self._threads = new_pool(threads), threads
+            self._end = weakref.finalize(self, self._pool.shutdown, wait=False)
+        return self._pool
+
+    def close(self) -> None:
+        if self._end is not None:
+            self._end()
+        self._pool, self._threads, self._end = None, 0, None
 
 
 def one_core_per_thread() -> None:

@@ -40,9 +40,12 @@ class TypedRanges:
         self.block_typed_starts = torch.from_numpy(typed_block_starts.reshape(-1).copy())
         self.block_type = torch.arange(self.num_parts * nt) % nt
         self.block_shift = self.block_starts - self.block_typed_starts  # homogeneous id - per-type id, per block
+        # the same offsets as Python ints, for the questions asked on every mini-batch (a tensor
+        # read made the id count 14 % of a batch's time under Python's lock)
+        self._bounds = {HOMOGENEOUS: self.part_offsets.tolist(), **{t: o.tolist() for t, o in self.typed_offsets.items()}}
 
     def count(self, t: str | None) -> int:
-        return int(self.part_offsets[-1]) if t is HOMOGENEOUS else int(self.typed_offsets[t][-1])
+        return self._bounds[t][-1]
 
     def _checked(self, ids, t: str | None) -> torch.Tensor:
         ids = as_id_tensor(ids, f"{self.kind} ids")
@@ -69,8 +72,8 @@ class TypedRanges:
     def part_range(self, partid: int, t: str | None) -> tuple[int, int]:
         if not 0 <= partid < self.num_parts:
             raise InputError(f"partition id {partid} is out of range; there are {self.num_parts} partitions")
-        bounds = self.part_offsets if t is HOMOGENEOUS else self.typed_offsets[t]
-        return int(bounds[partid]), int(bounds[partid + 1])
+        bounds = self._bounds[t]
+        return bounds[partid], bounds[partid + 1]
 
     def to_per_type(self, ids) -> tuple[torch.Tensor, torch.Tensor]:
         """Homogeneous ids -> (type index, per-type id)."""
