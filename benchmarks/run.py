@@ -30,7 +30,7 @@ BENCHMARKS = {
     "kge_limits": ("Knowledge-graph embeddings: the training step against its arithmetic alone",
                    ["kge.py", "--measure", "limits", "--rounds", "3", "--max_step", "600", "--rotate_steps", "6"],
                    DATA / "FB15k-237", 2.5),
-    "sampling": ("Standalone sampling, 1 and 2 threads", ["sampling.py", "--threads", "1", "2", "--rounds", "3"],
+    "sampling": ("Standalone sampling, 1 and 2 threads", ["sampling.py", "--threads", "1", "2", "--rounds", "5"],
                  "peer", 4),
     "train_graphsage": ("GraphSAGE training: epoch, remote rows, sampling and the step against their limits",
                         ["train_graphsage.py", "--rounds", "3"], "peer", 4),
