@@ -50,7 +50,7 @@ class TypedRanges:
     def _checked(self, ids, t: str | None) -> torch.Tensor:
         ids = as_id_tensor(ids, f"{self.kind} ids")
         n = self.count(t)
-        lo, hi = torch.aminmax(ids) if ids.numel() else (0, 0)  # one torch call where min and max were two
+        lo, hi = torch.aminmax(ids) if ids.numel() else (0, -1)  # one torch call where min and max were two
         if int(lo) < 0 or int(hi) >= n:
             bad = ids[(ids < 0) | (ids >= n)][0].item()
             what = f"{self.kind} type {t!r}" if t is not HOMOGENEOUS else "the graph"
