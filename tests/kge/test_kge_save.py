@@ -100,7 +100,7 @@ def test_trainer_0_saves_a_partitioned_run_a_block_of_rows_at_a_time(tmp_path, m
 
     from distgraph.kge.data.formats import load_dataset, read_dict
     from distgraph.kge.data.partition import partition_kg
-    from distgraph.kge.train import worker
+    from distgraph.kge.train import tables as kge_tables, worker
     from distgraph.partition.layout import PartitionConfig
 
     data = load_dataset(tmp_path, "planted", "raw_udd_hrt", planted_pairs(tmp_path, n=40, held_out=5))
@@ -118,7 +118,7 @@ def test_trainer_0_saves_a_partitioned_run_a_block_of_rows_at_a_time(tmp_path, m
     trainer.ctx, trainer.cfg, trainer.pcfg, trainer.kg_files = SimpleNamespace(rank=0), cfg, pcfg, kg_files
     trainer.save_dir, trainer.emit = str(tmp_path / "blocks"), lambda event: None
     trainer.tables = SimpleNamespace(tables={name: _Pulls(rows) for name, rows in trained.items()})
-    monkeypatch.setattr(worker, "BLOCK_BYTES", 7 * D * 4)  # 7 entity rows a read
+    monkeypatch.setattr(kge_tables, "BLOCK_BYTES", 7 * D * 4)  # 7 entity rows a read
     trainer._save()
 
     whole = {name: rows[torch.arange(len(rows))] for name, rows in trained.items()}  # what trainer 0 saved before

@@ -55,9 +55,8 @@ from .partitions import SLOTS, EntityPartitions
 from .placement import DeviceTables
 from .sampler import ChunkSampler
 from .steps import MUST_MATCH, Emit, StepLog, train_step
-from .tables import KGETables
+from .tables import KGETables, block_rows
 
-SAVE_BLOCK = 1 << 16  # entity rows pulled at a time when saving
 
 
 @dataclass(frozen=True)
@@ -498,8 +497,9 @@ class StageTrainer:
                 self._hold({q})
                 for m in range(plan.machines) if writing else ():
                     lo, hi = plan.part_range(m, q)
-                    for s in range(lo, hi, SAVE_BLOCK):
-                        e = min(s + SAVE_BLOCK, hi)
+                    step = block_rows((t.model.entity_dim,))
+                    for s in range(lo, hi, step):
+                        e = min(s + step, hi)
                         rows[s:e] = self.tables.rows("entity", torch.arange(s, e)).numpy()
             if writing:
                 rows.flush()

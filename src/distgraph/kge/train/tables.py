@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -20,6 +21,13 @@ from ..models import KGEModel
 
 PREFIX = "kge~"
 
+
+BLOCK_BYTES = 16 << 20  # rows of a table read at once when checking and saving it: a bounded share of any table
+
+
+def block_rows(row_shape: tuple[int, ...]) -> int:
+    """How many float32 rows of `row_shape` make about BLOCK_BYTES."""
+    return max(1, BLOCK_BYTES // (4 * int(np.prod(row_shape, dtype=np.int64))))
 
 class KGETables:
     """`tables["entity"]` is indexed by (partition) entity id, the others by relation id; with

@@ -54,20 +54,12 @@ from .placement import DeviceTables, PendingRows
 from .report import emit_line, read_job
 from .sampler import Batch, ChunkSampler
 from .steps import MUST_MATCH, Emit, StepLog, batch_rows, train_step
-from .tables import KGETables
+from .tables import KGETables, block_rows
 from .updates import Updates
-
-BLOCK_BYTES = 16 << 20  # rows of a table read at once when checking and saving it: a bounded share of any table
-
-
-def block_rows(row_shape: tuple[int, ...]) -> int:
-    """How many float32 rows of `row_shape` make about BLOCK_BYTES."""
-    return max(1, BLOCK_BYTES // (4 * int(np.prod(row_shape, dtype=np.int64))))
-
 
 def table_blocks(table, ids: np.ndarray | None = None) -> RowBlocks:
     """The float32 rows `ids` of `table` (a DistTensor, or anything indexed by an id tensor; every
-    row in order when None) as RowBlocks read a block of BLOCK_BYTES at a time, so a table is saved
+    row in order when None) as RowBlocks read `block_rows` at a time, so a table is saved
     without ever being held whole."""
     count, row_shape = len(table) if ids is None else len(ids), tuple(table.shape[1:])
     step = block_rows(row_shape)
