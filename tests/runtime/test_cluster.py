@@ -327,6 +327,8 @@ def test_requests_merged_into_one_message_are_each_answered(dist, cluster):
     ("no parts", {"parts": [], "counts": []}, "1 to 64 parts"),
     ("too many parts", {"parts": [{"op": "ping"}] * 65, "counts": [0] * 65}, "1 to 64 parts"),
     ("part not a map", {"parts": [3], "counts": [0]}, "must be requests"),
+    ("negative count", {"parts": [{"op": "ping"}], "counts": [-1]}, "must list non-negative integers"),
+    ("count not an int", {"parts": [{"op": "ping"}], "counts": [True]}, "must list non-negative integers"),
 ])
 def test_malformed_merged_messages_are_refused(dist, cluster, what, header, message):
     peer = server_addresses(parse_ip_config(cluster.ip_config), 1)[0]

@@ -38,6 +38,14 @@ def field(header: dict, key: str, kind: type | tuple, optional: bool = False) ->
     return value
 
 
+def int_list(header: dict, key: str, optional: bool = False) -> list[int] | None:
+    """Header field `key`: a list of non-negative ints (not bools); WireError otherwise."""
+    values = field(header, key, list, optional)
+    if values is not None and not all(type(x) is int and x >= 0 for x in values):
+        raise WireError(f"field {key!r} must list non-negative integers, got {values!r}")
+    return values
+
+
 def _name(header: dict) -> str:
     name = field(header, "name", str)
     if not name or len(name) > MAX_NAME:
@@ -121,11 +129,10 @@ class RequestHandler:
 
     def _many(self, header: dict, arrays: list) -> tuple[dict, list]:
         """Several requests in one message, handled in order, each answered on its own."""
-        parts, counts = field(header, "parts", list), field(header, "counts", list)
+        parts, counts = field(header, "parts", list), int_list(header, "counts")
         if not 0 < len(parts) <= MERGE_PARTS or len(counts) != len(parts):
             raise WireError(f"'{MANY}' needs 1 to {MERGE_PARTS} parts and a count of arrays for each")
-        if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts) or \
-                sum(counts) != len(arrays):
+        if sum(counts) != len(arrays):
             raise WireError(f"'{MANY}' counts {counts!r} do not add up to its {len(arrays)} arrays")
         if not all(isinstance(p, dict) and p.get("op") != MANY for p in parts):
             raise WireError(f"'{MANY}' parts must be requests (maps), not '{MANY}' again")

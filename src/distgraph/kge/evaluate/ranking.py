@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from ...errors import InputError
-from ...kvstore.handler import field
+from ...kvstore.handler import field, int_list
 from ...kvstore.store import KVStore
 from ...partition.layout import PartitionConfig
 from ...rpc.wire import WireError
@@ -228,10 +228,9 @@ def rank_ops(part_config: PartitionConfig, machine_id: int, store: KVStore) -> d
                                        np.load(part_config.dir / part.file("kge_known_head"))))
         q = Queries(anchor, rel, true, target, anchor_rows, rel_rows, corrupt_head)
         rows, first = shard.data, shard.first_row
-        window = field(header, "window", list, optional=True)
+        window = int_list(header, "window", optional=True)
         if window is not None:  # rows [start, start + count) of the shard hold the entities from `first` on
-            if len(window) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in window) \
-                    or window[0] + window[1] > len(rows):
+            if len(window) != 3 or window[0] + window[1] > len(rows):
                 raise WireError(f"'kge_rank' window must be [start, count, first id] within the shard's "
                                 f"{len(rows)} rows, got {window!r}")
             rows, first = rows[window[0]:window[0] + window[1]], window[2]
