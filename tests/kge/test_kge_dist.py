@@ -217,3 +217,23 @@ def test_dist_train_with_entities_on_disk_refuses_what_it_cannot_do(kg):
     for flags, says in ((["--async_update"], "drop --async_update"), (["--rel_part"], "drop --rel_part")):
         done = _cli(*base, *flags, cwd=root)
         assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_memory_budget_that_holds_each_share_refuses_nothing_on_disk(kg):
+    """--memory_budget decides with the partition what the trainers will: a budget that holds each
+    machine's share keeps it in memory, so the flags that disk training refuses are not refused;
+    a budget too small for a share (or --num_entity_partitions) puts it on disk."""
+    from dataclasses import replace
+
+    from distgraph.kge import TrainConfig
+    from distgraph.kge.pipeline import _shares_on_disk
+
+    root, data = kg
+    _partition(root, data, 2, "metis")
+    config = root / "planted" / "partitions" / "planted.json"
+    cfg = TrainConfig(model_name="TransE_l2", dataset="planted", hidden_dim=32)
+    assert not _shares_on_disk(cfg, config)
+    assert not _shares_on_disk(replace(cfg, memory_budget=64.0), config)
+    assert _shares_on_disk(replace(cfg, memory_budget=64.0), root / "elsewhere.json")  # no config here: as asked
+    assert _shares_on_disk(replace(cfg, num_entity_partitions=2), config)
+    assert _shares_on_disk(replace(cfg, hidden_dim=2000, memory_budget=0.0005), config)

@@ -181,6 +181,19 @@ def _bucket_flags(cfg: TrainConfig, what: str, machines: bool = False) -> None:
         raise InputError(f"{what} gives each trainer the triples of its machine's buckets: drop --rel_part")
 
 
+def _shares_on_disk(cfg: TrainConfig, part_config: Path) -> bool:
+    """Whether `kge dist-train`'s trainers will keep each machine's entities on its disk (`job_plan`,
+    from the partition's config when this host has it; without it, as soon as a flag asks)."""
+    if cfg.num_entity_partitions == 1 and cfg.memory_budget is None:
+        return False
+    if cfg.memory_budget is None or not part_config.is_file():
+        return True
+    from ..partition.layout import PartitionConfig
+    from .train.dist_buckets import job_plan
+
+    return job_plan(cfg, PartitionConfig.load(part_config)) is not None
+
+
 def _train_buckets(cfg: TrainConfig, data: KGData, num_parts: int, save_dir: Path | None, reporter: Reporter) -> None:
     """Build the buckets (reusing those of the same data in --bucket_dir or --checkpoint_dir),
     train them in this process, save and test; a temporary folder is removed at the end."""
@@ -255,9 +268,9 @@ def dist_train_kge(cfg: TrainConfig, opts: DistOptions, out: TextIO | None = Non
     t0 = time.perf_counter()
     cfg = with_gpus(replace(cfg, num_proc=opts.num_client_proc).check(), "--num_client_proc")
     opts = replace(opts, num_client_proc=cfg.num_proc)
-    if cfg.num_entity_partitions > 1 or cfg.memory_budget is not None:
-        _bucket_flags(cfg, "training with each machine's entities on its disk", machines=True)
     part_config = opts.part_config or str(partition_folder(cfg.data_path, cfg.dataset) / f"{cfg.dataset}.json")
+    if _shares_on_disk(cfg, Path(part_config)):
+        _bucket_flags(cfg, "training with each machine's entities on its disk", machines=True)
     machines = parse_ip_config(opts.ip_config)
     reporter = Reporter(len(machines) * opts.num_client_proc, cfg.max_step, out=out, began=t0)
     reporter.write(f"{cfg.dataset}: training on {len(machines)} machines x {opts.num_client_proc} trainers "

@@ -46,9 +46,11 @@ from ...errors import InputError
 from ...files import check_space, link_or_copy
 from ...kvstore.client import PendingPull
 from ...malloc import keep_freed_memory
+from ...partition.layout import PartitionConfig
 from ..config import TrainConfig
 from ..evaluate.partitioned import rank_in_parts
 from ..evaluate.ranking import Queries
+from ..models import create_model
 from ..saved_model import nonfinite_rows
 from .buckets import bucket_order, choose_partitions, partition_bounds
 from .partitions import SLOTS, EntityPartitions
@@ -92,6 +94,18 @@ class StagePlan:
     def part_range(self, m: int, q: int) -> tuple[int, int]:
         p = m * self.num_parts + q
         return int(self.bounds[p]), int(self.bounds[p + 1])
+
+
+def job_plan(cfg: TrainConfig, pcfg: PartitionConfig) -> StagePlan | None:
+    """`stage_plan` of a job on the KG partition `pcfg`: what its trainers follow, and what the
+    command checks the flags against before it launches them."""
+    model = create_model(cfg.model_name, cfg.hidden_dim, cfg.gamma, cfg.double_ent, cfg.double_rel)
+    relation_bytes = sum(w + 1 for w in model.relation_tables().values()) * int(pcfg.attachment("kge")[0][
+        "n_relations"]) * 4
+    ranges = pcfg.node_map["_N"]
+    triples = max(sum(hi - lo for lo, hi in (per_part[m] for per_part in pcfg.edge_map.values()))
+                  for m in range(len(ranges)))
+    return stage_plan(cfg, ranges, triples, model.entity_dim, relation_bytes)
 
 
 def stage_plan(cfg: TrainConfig, ranges: list[tuple[int, int]], triples_per_machine: int, entity_floats: int,

@@ -49,7 +49,7 @@ from ..evaluate.ranking import Queries, ShardRanker, model_spec
 from ..models import create_model
 from ..saved_model import RowBlocks, nonfinite_rows, refuse_nonfinite, save_model
 from .device import check_gpus, device_of, resident, use_device
-from .dist_buckets import StagePlan, StageTrainer, stage_plan
+from .dist_buckets import StagePlan, StageTrainer, job_plan
 from .placement import DeviceTables, PendingRows
 from .report import emit_line, read_job
 from .sampler import Batch, ChunkSampler
@@ -96,13 +96,8 @@ class Trainer:
 
     def _stage_plan(self) -> StagePlan | None:
         """The machines' entity partitions on disk (`dist_buckets`), or None: each machine's share in memory."""
-        ctx, model = self.ctx, self.model
-        book, machines = ctx.book, range(ctx.num_machines)
-        relation_bytes = sum(w + 1 for w in model.relation_tables().values()) * self.n_relations * 4
-        triples = max(hi - lo for lo, hi in (book.edge_range(m, None) for m in machines))
-        plan = stage_plan(self.cfg, [book.node_range(m, "_N") for m in machines], triples, model.entity_dim,
-                          relation_bytes)
-        if plan is not None and ctx.rank == 0:
+        plan = job_plan(self.cfg, self.pcfg)
+        if plan is not None and self.ctx.rank == 0:
             self.emit(("note", 0, plan.why))
         return plan
 
