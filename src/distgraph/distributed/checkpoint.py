@@ -220,7 +220,10 @@ def remove_checkpoint(path: str | Path, tensors: Sequence[DistTensor | DistEmbed
                 ctx.client.each_server(h, lambda m: {"op": "drop", "dir": str(path)})
 
     _collective(ctx, remove)
-    if ctx.rank == 0 and path.is_dir() and not any(path.glob("trainer-*.pt")):
+    # the folder on each host (with what a trainer kept there of its machine's own), by the
+    # machine's first trainer
+    if ctx.rank % max(1, ctx.num_trainers // ctx.num_machines) == 0 and path.is_dir() and \
+            not any(path.glob("trainer-*.pt")):
         shutil.rmtree(path, ignore_errors=True)
 
 

@@ -369,11 +369,11 @@ class StageTrainer:
                     continue
                 visit = min(-(-len(sampler.triples) // sampler.batch_size), cfg.max_step - step)
                 ahead = t._ask_next(sampler)
-                for k in range(visit):
+                for i in range(visit):
                     step += 1
                     batch, wanted, pending = ahead
                     stats, update = train_step(t.model, placed, batch, wanted, pending.result(), cfg)
-                    if k + 1 < visit:  # the next rows travel while this step's local updates run
+                    if i + 1 < visit:  # the next rows travel while this step's local updates run
                         ahead = t._ask_next(sampler)
                     update()
                     log.add(step, stats)
@@ -418,10 +418,6 @@ class StageTrainer:
             "position": list(at), "step": step, "least": least, "log_sums": log_sums.clone(),
             "samplers": {f"{h},{b}": s for (h, b), s in self.samplers.items()},
             "config": json.dumps(self._resume_key())})
-        if self.parts is not None:  # this host's partitions of checkpoints older than those kept
-            held = sorted(ck.root.glob(f"step-*/entities-{self.machine}"))
-            for old in held[:-ck.keep]:
-                shutil.rmtree(old, ignore_errors=True)
 
     def _resume(self) -> tuple[Path, dict] | None:
         """Every trainer at once: with --resume, the newest checkpoint's relation tables restored,
@@ -507,11 +503,11 @@ class StageTrainer:
                 check_space(folder, t.n_entities * t.model.entity_dim * 4, "the entity rows being saved")
                 rows = np.lib.format.open_memmap(folder / "entity.npy", mode="w+", dtype=np.float32,
                                                  shape=(t.n_entities, t.model.entity_dim))
+            step = block_rows((t.model.entity_dim,))
             for q in range(plan.num_parts):
                 self._hold({q})
                 for m in range(plan.machines) if writing else ():
                     lo, hi = plan.part_range(m, q)
-                    step = block_rows((t.model.entity_dim,))
                     for s in range(lo, hi, step):
                         e = min(s + step, hi)
                         rows[s:e] = self.tables.rows("entity", torch.arange(s, e)).numpy()
