@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 import torch
 
 from .errors import InputError
-from .ids import DEFAULT_ETYPE, DEFAULT_NTYPE, resolve_etype
+from .ids import DEFAULT_ETYPE, DEFAULT_NTYPE, int64_contiguous, resolve_etype
 from .local_scope import LocalScope
 from .native import kernels
 
@@ -453,11 +453,6 @@ def block_from_edges(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.
         src_nodes, src_row = _relabel_torch(dst_nodes, src)
     block = Block(src_nodes, dst_nodes, torch.stack([src_row, dst_row]), eids)
     return block if etype is None else (block, extra)
-
-
-def int64_contiguous(t: torch.Tensor) -> torch.Tensor:
-    """`t` as a contiguous int64 tensor, itself when it is one already."""
-    return t if t.dtype == torch.int64 and t.is_contiguous() else t.to(torch.int64).contiguous()
 
 
 def to_block(g, dst_nodes=None, include_dst_in_src: bool = True, src_nodes=None) -> Block:

@@ -59,6 +59,14 @@ def as_id_array(values, what: str) -> np.ndarray:
     return np.ascontiguousarray(a.reshape(-1), dtype=np.int64)
 
 
+def int64_contiguous(t: "torch.Tensor") -> "torch.Tensor":
+    """`t` as a contiguous int64 tensor, itself when it is one already (no torch call: each lets
+    other threads take Python's lock)."""
+    import torch
+
+    return t if t.dtype == torch.int64 and t.is_contiguous() else t.to(torch.int64).contiguous()
+
+
 def as_id_tensor(values, what: str) -> torch.Tensor:
     """Convert ids (1-D, or a scalar for one id) to a 1-D int64 tensor; other shapes and dtypes are clear errors."""
     import torch

@@ -16,6 +16,7 @@ import os
 import weakref
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 from typing import Callable, Iterable, Iterator, TypeVar
 
 import torch
@@ -91,6 +92,7 @@ def one_core_per_thread() -> None:
         lib.omp_set_num_threads(1)
 
 
+@lru_cache(maxsize=1)
 def _openmp():
     """The OpenMP runtime torch's operations run on (its own copy in torch/lib, else the process's)."""
     folder = os.path.join(os.path.dirname(torch.__file__), "lib")

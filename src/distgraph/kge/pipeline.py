@@ -186,7 +186,7 @@ def _shares_on_disk(cfg: TrainConfig, part_config: Path) -> bool:
     from the partition's config when this host has it; without it, as soon as a flag asks)."""
     if cfg.num_entity_partitions == 1 and cfg.memory_budget is None:
         return False
-    if cfg.memory_budget is None or not part_config.is_file():
+    if cfg.memory_budget is None or not part_config.is_file():  # a P asked for is a P on disk
         return True
     from ..partition.layout import PartitionConfig
     from .train.dist_buckets import job_plan

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..block import int64_contiguous
+from ..ids import int64_contiguous
 from ..native import CscStruct, kernels
 
 

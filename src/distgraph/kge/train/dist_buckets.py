@@ -60,7 +60,6 @@ from .steps import MUST_MATCH, Emit, StepLog, train_step
 from .tables import KGETables, block_rows
 
 
-
 @dataclass(frozen=True)
 class StagePlan:
     """The machines' entity partitions: `bounds` the first id of each machine's Q partitions,
