@@ -148,3 +148,29 @@ def test_weights_on_some_edge_types_draw_the_others_uniformly(mag):
     assert e.num_edges("writes") == int(torch.clamp(deg, max=3).sum())
     with pytest.raises(dgl.InputError, match="no edge type has edge data 'nope'"):
         dgl.sample_neighbors(g, {"paper": papers}, 3, prob="nope")
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_typed_draws_of_several_partitions_keep_each_edge_with_its_seed(mag, path, tmp_path, replace):
+    """A host's partitions sampled at once with per-type fanouts, with replacement or not (the
+    torch path samples a type at a time): merged, every edge is a real edge into the seed it
+    is listed for, as the partitions hold it."""
+    from distgraph.partition import load_partition, load_partition_book, partition_graph
+    from distgraph.sampling.local import sample_partitions
+
+    partition_graph(mag, "mag", 2, tmp_path)
+    config = str(tmp_path / "mag.json")
+    book = load_partition_book(config, 0)
+    parts = [load_partition(config, m) for m in range(2)]
+    g = torch.Generator().manual_seed(0)
+    seeds = torch.cat([book.partid2nids(0)[:150], book.partid2nids(1)[:150]])
+    seeds = seeds[torch.randperm(seeds.numel(), generator=g)]
+    fanout = torch.tensor([2, 3] * len(book.canonical_etypes))[:len(book.canonical_etypes)]
+    jobs = {m: (parts[m], torch.Generator().manual_seed(m), None) for m in range(2)}
+    e = sample_partitions(jobs, seeds, book.nid2partid(seeds, None), fanout, replace)
+    assert e.eids.numel() > 300
+    for m in range(2):
+        lo, hi = book.edge_range(m, None)
+        here = (e.eids >= lo) & (e.eids < hi)
+        src, dst = parts[m].find_owned_edges(e.eids[here])
+        assert torch.equal(src, e.src[here]) and torch.equal(dst, e.dst[here])

@@ -134,9 +134,9 @@ def sample_csc_ids(csc: Csc, seeds: torch.Tensor, fanout, replace: bool = False,
                    prob: torch.Tensor | None = None, generator: torch.Generator | None = None
                    ) -> tuple[torch.Tensor, ...]:
     """`sample_csc` on `csc` (seeds are ids: row + row_add), returning (seed position, source
-    id, edge id) per sampled edge; with `fanout` a tensor of one fanout per edge type of a
-    typed CSC, each of a seed's runs of one type is sampled apart, and each edge's type comes
-    fourth. In one pass of C for uniform sampling without replacement, else through torch
+    id, edge id) per sampled edge, grouped by seed in seed order (a merge of several parts'
+    answers relies on it); with `fanout` a tensor of one fanout per edge type of a typed CSC,
+    each of a seed's runs of one type is sampled apart, and each edge's type comes fourth. In one pass of C for uniform sampling without replacement, else through torch
     (typed: a type at a time)."""
     seeds = seeds.to(torch.int64)
     typed = isinstance(fanout, torch.Tensor)
@@ -156,7 +156,9 @@ def sample_csc_ids(csc: Csc, seeds: torch.Tensor, fanout, replace: bool = False,
     if not parts:
         empty = seeds.new_empty(0)
         return empty, empty, empty, empty
-    return tuple(torch.cat(col) for col in zip(*parts))
+    cols = [torch.cat(col) for col in zip(*parts)]
+    order = torch.argsort(cols[0], stable=True)  # seed after seed, then by type, as the C pass writes them
+    return tuple(c.index_select(0, order) for c in cols)
 
 
 def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: torch.Tensor | None, fanout,
