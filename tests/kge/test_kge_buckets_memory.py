@@ -4,6 +4,7 @@ partitions on disk, and the same command with the table in memory is killed at t
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -38,10 +39,13 @@ def test_a_table_larger_than_the_cap_trains_on_disk_and_not_in_memory(tmp_path):
                 "kg", "--format", "udd_hrt", "--data_path", str(data), "--data_files", "entities.dict",
                 "relations.dict", "train.txt", "--hidden_dim", str(DIM), "--max_step", "20", "--batch_size", "500",
                 "--neg_sample_size", "50", "--no_save_emb", "--save_path", str(tmp_path / "save"), *flags]
-        return run_capped(argv, CAP, capture_output=True, text=True, timeout=600)
+        # the run killed at the cap cannot remove its temporary folder: keep it under tmp_path
+        env = {**os.environ, "TMPDIR": str(tmp_path)}
+        return run_capped(argv, CAP, capture_output=True, text=True, timeout=600, env=env)
 
     on_disk, peak = train("--num_entity_partitions", "16")
     assert on_disk.returncode == 0, on_disk.stderr[-2000:]
     assert "on disk in 16 partitions" in on_disk.stdout and "training takes" in on_disk.stdout and peak <= CAP
     in_memory, _ = train()
     assert in_memory.returncode == -9, (in_memory.returncode, in_memory.stderr[-2000:])  # killed at the cap
+    assert list(tmp_path.glob("distgraph-kge-*")), "the killed run's partition is not under tmp_path"
