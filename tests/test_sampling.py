@@ -371,8 +371,9 @@ def test_to_block_groups_interleaved_edges_by_destination_stably(kernel_path):
 @pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("typed", [False, True])
 def test_edges_of_several_parts_merge_into_seed_order(native, typed, monkeypatch):
-    """Each part answers for its own seeds, edges seed after seed: merged, every seed's edges come
-    in its position's order, each part's run kept as it came (C, and the torch path without it)."""
+    """Each part answers for its own seeds, edges seed after seed (with each seed's count, or each
+    edge's position): merged, every seed's edges come in its position's order, each part's run
+    kept as it came (C, and the torch path without it)."""
     from distgraph.sampling import local
 
     if not native:
@@ -389,7 +390,9 @@ def test_edges_of_several_parts_merge_into_seed_order(native, typed, monkeypatch
         total = int(c.sum())
         src, eids = torch.randint(0, 10_000, (total,), generator=g), torch.randint(0, 99_999, (total,), generator=g)
         etype = torch.randint(0, 4, (total,), generator=g) if typed else None
-        runs.append(local.SeedRuns(pos, c, src, eids, etype))
+        # part 0 as a part sampled here gives it (each edge's position), the others as a server answers
+        runs.append(local.SeedRuns(pos.repeat_interleave(c), None, src, eids, etype) if k == 0
+                    else local.SeedRuns(pos, c, src, eids, etype))
         at = 0
         for p, m in zip(pos.tolist(), c.tolist()):
             want[p] = [(int(src[at + j]), int(eids[at + j]), int(etype[at + j]) if typed else None) for j in range(m)]
@@ -399,3 +402,32 @@ def test_edges_of_several_parts_merge_into_seed_order(native, typed, monkeypatch
     assert got == [edge for p in range(n) for edge in want[p]]
     assert e.seed_pos.tolist() == torch.arange(n).repeat_interleave(counts).tolist()
     assert torch.equal(e.dst, seeds.repeat_interleave(counts))
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_part_whose_edges_do_not_fit_its_seeds_is_named_not_merged(native, monkeypatch):
+    """A negative count, counts that do not add up to the edges, a seed out of range, out of
+    order or also another part's, arrays of different lengths: the merge names the part."""
+    from distgraph.sampling import local
+
+    if not native:
+        monkeypatch.setattr(local, "kernels", lambda: None)
+    seeds = torch.arange(100, 106)
+    mine = local.SeedRuns(torch.tensor([0, 0, 2]), None, torch.tensor([1, 2, 3]), torch.tensor([7, 8, 9]))
+    e = torch.arange(4)
+    good = local.SampledEdges.merged(seeds, [mine, local.SeedRuns(torch.tensor([1, 5]), torch.tensor([3, 1]), e, e)])
+    assert good.seed_pos.tolist() == [0, 0, 1, 1, 1, 2, 5] and good.src.tolist() == [1, 2, 0, 1, 2, 3, 3]
+    bad = [(torch.tensor([1, 5]), torch.tensor([5, -1]), e, e),  # a negative count
+           (torch.tensor([1, 5]), torch.tensor([2, 1]), e, e),  # 3 edges counted, 4 sent
+           (torch.tensor([1, 6]), torch.tensor([3, 1]), e, e),  # position 6 of 6 seeds
+           (torch.tensor([5, 1]), torch.tensor([3, 1]), e, e),  # out of order
+           (torch.tensor([2, 5]), torch.tensor([3, 1]), e, e),  # seed 2 is part 0's
+           (torch.tensor([1, 5]), torch.tensor([3, 1]), e, e[:3])]  # fewer edge ids than sources
+    for pos, counts, src, eids in bad:
+        with pytest.raises(local.MalformedRuns) as got:
+            local.SampledEdges.merged(seeds, [mine, local.SeedRuns(pos, counts, src, eids)])
+        assert got.value.part == 1, (pos, counts)
+    with pytest.raises(local.MalformedRuns) as got:  # a part's own edges out of seed order
+        local.SampledEdges.merged(seeds, [local.SeedRuns(torch.tensor([2, 0]), None, e[:2], e[:2]),
+                                          local.SeedRuns(torch.tensor([1]), torch.tensor([4]), e, e)])
+    assert got.value.part == 0

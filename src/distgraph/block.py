@@ -442,16 +442,19 @@ def block_from_edges(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.
     extra = None if etype is None else int64_contiguous(etype)
     native = _relabel_native(dst_nodes, src, None if grouped else (dst_row, eids, extra))
     if native is not None:
-        src_nodes, src_row, regrouped = native
-        if regrouped is not None:
-            dst_row, eids, extra = regrouped
+        src_nodes, edge_index, regrouped = native
+        if regrouped is None:
+            edge_index[1].copy_(dst_row)
+        else:
+            eids, extra = regrouped
     else:
         if not grouped:
             order = torch.argsort(dst_row, stable=True)
             src, dst_row, eids = (a.index_select(0, order) for a in (src, dst_row, eids))
             extra = None if extra is None else extra.index_select(0, order)
         src_nodes, src_row = _relabel_torch(dst_nodes, src)
-    block = Block(src_nodes, dst_nodes, torch.stack([src_row, dst_row]), eids)
+        edge_index = torch.stack([src_row, dst_row])
+    block = Block(src_nodes, dst_nodes, edge_index, eids)
     return block if etype is None else (block, extra)
 
 
@@ -511,19 +514,22 @@ _MAX_EPOCH = (1 << 23) - 1
 
 
 def _relabel_native(dst: torch.Tensor, src: torch.Tensor, regroup: tuple | None):
-    """In C (`native/sampling.c`): (distinct ids, local id of each source, and with `regroup`
-    = (rows, eids, extra or None) those grouped by row, the local ids in that order too);
-    None when the kernels are not built or an id does not fit the table's tags."""
+    """In C (`native/sampling.c`): (distinct ids, a (2, len(src)) edge index whose first row is
+    each source's local id, and with `regroup` = (rows, eids, extra or None) the eids and extra
+    grouped by row, the edge index in that order with its second row the rows; without, the
+    caller fills the second row); None when the kernels are not built or an id does not fit
+    the table's tags."""
     lib = kernels()
     if lib is None:
         return None
     nd, ns = dst.numel(), src.numel()
-    buffer = torch.empty(nd + 2 * ns, dtype=torch.int64)  # one allocation: see `sample_uniform_native`
-    nodes, local = buffer[:nd + ns], buffer[nd + ns:]
+    buffer = torch.empty(nd + 3 * ns, dtype=torch.int64)  # one allocation: see `sample_uniform_native`
+    nodes, edge_index = buffer[:nd + ns], buffer[nd + ns:].view(2, ns)
+    local = edge_index[0]
     rows = eids = counts = out_rows = out_eids = extra = out_extra = None
     if regroup is not None:
         rows, eids, extra = regroup
-        out_rows, out_eids = torch.empty_like(rows), torch.empty_like(eids)
+        out_rows, out_eids = edge_index[1], torch.empty_like(eids)
         out_extra = None if extra is None else torch.empty_like(extra)
     ptr = lambda a: None if a is None else a.data_ptr()  # noqa: E731
     # the table grows (doubling) until the distinct ids fill at most half of it, and stays
@@ -548,7 +554,7 @@ def _relabel_native(dst: torch.Tensor, src: torch.Tensor, regroup: tuple | None)
         raise InputError("the destination nodes of a block must be distinct")
     if n == -3:
         raise IndexError(f"destination rows must lie in [0, {nd})")
-    return nodes[:n], local, None if regroup is None else (out_rows, out_eids, out_extra)
+    return nodes[:n], edge_index, None if regroup is None else (out_eids, out_extra)
 
 
 def _relabel_torch(dst: torch.Tensor, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -68,6 +68,31 @@ def test_sampling_spans_machines_and_returns_real_edges(g, graph, parts):
     assert sample_neighbors(g, seeds, 3, replace=True).eids.numel() == 3 * int((g.in_degrees(seeds) > 0).sum())
 
 
+def test_a_reply_whose_edges_do_not_fit_its_seeds_names_the_machine(g, graph, parts, monkeypatch):
+    """Machine 1's share drawn by its server (as from another host) merges into real edges of
+    their seeds; a reply whose counts do not add up to its edges is refused, naming machine 1."""
+    orig, orig_e = mapping(parts[2])
+    book, client = g.get_partition_book(), g._ctx.client
+    seeds = torch.cat([book.partid2nids(0)[:40], book.partid2nids(1)[:40]])
+    seeds = seeds[torch.randperm(80, generator=torch.Generator().manual_seed(1))]
+    mine = g._in_process([0])
+    monkeypatch.setattr(g, "_in_process", lambda machines: mine if 0 in machines else {})
+    e = sample_neighbors(g, seeds, 4)
+    assert torch.equal(graph.src[orig_e[e.eids]], orig[e.src]) and torch.equal(graph.dst[orig_e[e.eids]], orig[e.dst])
+    assert torch.equal(seeds[e.seed_pos], e.dst) and bool((book.nid2partid(e.dst, None) == 1).any())
+    honest = client.overlap
+
+    def lying(requests, local):
+        here, replies = honest(requests, local)
+        for reply in replies:
+            reply.arrays[2] = reply.arrays[2] + 1  # each seed claims an edge more than were sent
+        return here, replies
+
+    monkeypatch.setattr(client, "overlap", lying)
+    with pytest.raises(DistGraphError, match="machine 1 answered a sampling request with malformed arrays: its edges"):
+        sample_neighbors(g, seeds, 4)
+
+
 def test_loaders_on_a_dist_graph(g):
     train = torch.nonzero(g.ndata["train_mask"][torch.arange(g.num_nodes())]).flatten()
     loader = DistNodeDataLoader(g, train, MultiLayerNeighborSampler([5, 5]), batch_size=100, shuffle=True)

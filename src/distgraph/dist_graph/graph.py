@@ -27,7 +27,7 @@ from ..partition import Partition, RangePartitionBook, load_partition
 from ..partition.layout import DataSpec, PartitionConfig, etype_key
 from ..rpc.wire import parse_dtype
 from ..sampling import SampledEdges
-from ..sampling.local import SeedRuns, sample_partitions
+from ..sampling.local import MalformedRuns, SeedRuns, sample_partitions
 from ..sampling.remote import MAX_SEED
 from ..sampling.weights import edge_weights
 
@@ -347,21 +347,26 @@ class DistGraph:
         here, replies = client.overlap(requests, lambda: sample_partitions(jobs, seeds, owner, fanout, replace))
         if not at:
             return here
-        runs = [here.runs(torch.arange(seeds.numel()))]
+        runs, machine_of = [here.runs()], [me]
         typed = isinstance(fanout, torch.Tensor)
         for (m, pos), rep in zip(at.items(), replies):
             arrays = rep.arrays  # each edge's source and id (and type), and how many edges each seed has
+            # the merge checks the counts against the positions and the edges (MalformedRuns)
             well_formed = (len(arrays) == 3 + typed and all(a.dtype == torch.int64 and a.dim() == 1 for a in arrays)
-                           and len({a.numel() for i, a in enumerate(arrays) if i != 2}) == 1)
-            if well_formed:
-                src, eids, counts, *etype = arrays
-                well_formed = (counts.numel() == pos.numel() and int(counts.sum()) == src.numel()
-                               and not bool((counts < 0).any()) and not (typed and etype[0].numel() and not (
-                                   0 <= int(etype[0].min()) and int(etype[0].max()) < fanout.numel())))
+                           and arrays[2].numel() == pos.numel())
+            if well_formed and typed and arrays[3].numel():
+                low, high = arrays[3].aminmax()
+                well_formed = 0 <= int(low) and int(high) < fanout.numel()
             if not well_formed:
                 raise DistGraphError(f"machine {m} answered a sampling request with malformed arrays")
+            src, eids, counts, *etype = arrays
             runs.append(SeedRuns(pos, counts, src, eids, etype[0] if etype else None))
-        return SampledEdges.merged(seeds, runs)
+            machine_of.append(m)
+        try:
+            return SampledEdges.merged(seeds, runs)
+        except MalformedRuns as e:
+            raise DistGraphError(f"machine {machine_of[e.part]} answered a sampling request with malformed arrays: "
+                                 "its edges do not fit the seeds it was sent") from None
 
     def __repr__(self) -> str:
         return (f"DistGraph({self.graph_name!r}, num_nodes={self.num_nodes()}, num_edges={self.num_edges()}, "

@@ -23,7 +23,7 @@ _SIGNATURES = {  # name: (restype, argtypes), as in the .c files
     "adam_rows": (_i64, [_i64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _i64, _int, _dbl, _dbl, _dbl, _dbl, _int]),
     "row_adagrad_rows": (_i64, [_i64, _ptr, _ptr, _ptr, _ptr, _i64, _int, _dbl]),  # rows.c
     "add_counts": (None, [_i64, _ptr, _ptr]),  # segments.c
-    "merge_by_seed": (_i64, [_i64, _ptr, _ptr, _i64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr]),  # segments.c
+    "merge_runs": (_i64, [_i64, _i64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr]),  # segments.c
     "sample_count": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _i64, _ptr, _i64]),  # sampling.c
     "sample_uniform": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _i64, _ptr, _i64, _ptr, _ptr, _ptr, _ptr, _ptr]),
     "map_types": (_i64, [_i64, _ptr, _i64, _ptr, _ptr, _ptr, _ptr, _ptr]),  # types.c

@@ -29,22 +29,45 @@ void add_counts(int64_t n, const int64_t *ids, int64_t *counts) {
     for (int64_t i = 0; i < n; i++) counts[ids[i]]++;
 }
 
-/* Sampled edges of several parts, each part's in the order of its own seeds, merged into seed
- * order without a sort: seed s's counts[s] edges come next from part part_of[s] (its cursor
- * moves on). Up to three int64 arrays a part (a[k][p]: array k of part p; a[2] may be NULL) go
- * to o[k], and each edge's seed position to rows. Returns the edges written, or -1 when a part
- * id is out of range. The caller checks that each part holds exactly its seeds' counts. */
-int64_t merge_by_seed(int64_t n, const int64_t *part_of, const int64_t *counts, int64_t nparts,
-                      const int64_t *const *a0, const int64_t *const *a1, const int64_t *const *a2,
-                      int64_t *o0, int64_t *o1, int64_t *o2, int64_t *rows, int64_t *cursors) {
-    int64_t k = 0;
-    for (int64_t p = 0; p < nparts; p++) cursors[p] = 0;
+/* Sampled edges of several parts merged into seed order, grouped by seed, without a sort. Part
+ * p answered for the seeds at positions pos[p][0..npos[p]) of the n asked for: with counts[p],
+ * seed pos[p][i] has counts[p][i] edges; with counts[p] NULL, pos[p] holds each edge's seed
+ * position instead (npos[p] = its edges). Either way its edges come seed after seed, nedges[p]
+ * of them, in up to three int64 arrays (a[k][p]; a2 may be NULL). Writes them to o0..o2 and each
+ * edge's seed position to rows; work holds 2n + nparts int64. Returns the edges written, or
+ * -1 - p when part p's answer does not fit: a position out of range, out of order or also
+ * another part's, a negative count, or counts that do not add up to its edges. */
+int64_t merge_runs(int64_t n, int64_t nparts, const int64_t *const *pos, const int64_t *npos,
+                   const int64_t *const *counts, const int64_t *nedges, const int64_t *const *a0,
+                   const int64_t *const *a1, const int64_t *const *a2, int64_t *o0, int64_t *o1, int64_t *o2,
+                   int64_t *rows, int64_t *work) {
+    int64_t *part_of = work, *count = work + n, *cursors = work + 2 * n, k = 0;
     for (int64_t s = 0; s < n; s++) {
-        int64_t c = counts[s];
+        part_of[s] = -1;
+        count[s] = 0;
+    }
+    for (int64_t p = 0; p < nparts; p++) {
+        const int64_t *ps = pos[p], *cs = counts[p];
+        int64_t total = 0, last = -1;
+        for (int64_t i = 0; i < npos[p]; i++) {
+            int64_t s = ps[i], c = cs ? cs[i] : 1;
+            if (s < 0 || s >= n || c < 0 || s < last) return -1 - p;
+            if (c == 0) continue;
+            if (s != last) {
+                if (part_of[s] != -1) return -1 - p;  /* another part's seed, or this part's seed twice */
+                part_of[s] = p;
+            }
+            count[s] += c;
+            total += c;
+            last = s;
+        }
+        if (total != nedges[p]) return -1 - p;
+        cursors[p] = 0;
+    }
+    for (int64_t s = 0; s < n; s++) {
+        int64_t c = count[s];
         if (c == 0) continue;
-        int64_t p = part_of[s];
-        if (p < 0 || p >= nparts) return -1;
-        int64_t at = cursors[p];
+        int64_t p = part_of[s], at = cursors[p];
         for (int64_t j = 0; j < c; j++) {
             o0[k + j] = a0[p][at + j];
             o1[k + j] = a1[p][at + j];

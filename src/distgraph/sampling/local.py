@@ -5,12 +5,13 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..block import EID
 from ..errors import InputError
 from ..tensor_graph import Graph
-from ..ids import as_id_tensor, resolve_etype
+from ..ids import as_id_tensor, int64_contiguous, resolve_etype
 from ..partition import Partition
 from ..native import kernels
 from .kernel import Csc, sample_csc_ids, sample_uniform_native
@@ -94,43 +95,54 @@ class SampledEdges:
             self._dst = self._seeds.index_select(0, self.seed_pos)
         return self._dst
 
-    def runs(self, positions: torch.Tensor) -> "SeedRuns":
+    def runs(self, positions: torch.Tensor | None = None) -> "SeedRuns":
         """These edges (grouped by seed position, ascending) as `SeedRuns`, where `positions`
-        maps the positions they were drawn for into the seeds of the merge."""
-        counts = torch.bincount(self.seed_pos, minlength=positions.numel())
-        return SeedRuns(positions, counts, self.src, self.eids, self.etype)
+        maps the positions they were drawn for into the seeds of the merge (None: the same)."""
+        at = self.seed_pos if positions is None else positions.index_select(0, self.seed_pos)
+        return SeedRuns(at, None, self.src, self.eids, self.etype)
 
     @staticmethod
     def merged(seeds: torch.Tensor, runs: list["SeedRuns"]) -> "SampledEdges":
         """The edges of several parts in seed order, grouped by seed as a block wants them: each
         part answered for its own seeds (no seed in two parts), in the order of their positions,
-        so one pass over the seeds takes each one's run from its part (C), with no sort."""
-        if len(runs) == 1:
+        so one pass over the seeds takes each one's run from its part (C), with no sort. Raises
+        `MalformedRuns` naming the first part whose answer does not fit its seeds."""
+        if len(runs) == 1 and runs[0].counts is None:
             r = runs[0]
-            return SampledEdges(r.src, None, r.eids, r.pos.repeat_interleave(r.counts), seeds, r.etype, grouped=True)
-        n = seeds.numel()
-        counts = torch.zeros(n, dtype=torch.int64)
-        part_of = torch.full((n,), -1, dtype=torch.int64)
-        for k, r in enumerate(runs):  # a part's zero counts may name other parts' seeds: they add nothing
-            counts.index_add_(0, r.pos, r.counts)
-            part_of[r.pos[r.counts > 0]] = k
+            return SampledEdges(r.src, None, r.eids, r.pos, seeds, r.etype, grouped=True)
         typed = runs[0].etype is not None
-        total = int(counts.sum())
+        for k, r in enumerate(runs):
+            if r.eids.numel() != r.src.numel() or (typed and (r.etype is None or r.etype.numel() != r.src.numel())):
+                raise MalformedRuns(k)
         lib = kernels()
         if lib is None:
-            rows = torch.cat([r.pos.repeat_interleave(r.counts) for r in runs])
+            taken, parts = torch.zeros(seeds.numel(), dtype=torch.bool), []
+            for k, r in enumerate(runs):
+                parts.append(r.edge_positions(k, seeds.numel()))
+                mine = torch.unique_consecutive(parts[-1])
+                if bool(taken[mine].any()):
+                    raise MalformedRuns(k)
+                taken[mine] = True
+            rows = torch.cat(parts)
             order = torch.argsort(rows, stable=True)
             pick = lambda name: torch.cat([getattr(r, name) for r in runs]).index_select(0, order)  # noqa: E731
             return SampledEdges(pick("src"), None, pick("eids"), rows.index_select(0, order), seeds,
                                 pick("etype") if typed else None, grouped=True)
-        arrays = [[r.src.contiguous(), r.eids.contiguous(), *([r.etype.contiguous()] if typed else [])]
-                  for r in runs]
-        table = [(ctypes.c_void_p * len(runs))(*(a[k].data_ptr() for a in arrays)) for k in range(2 + typed)]
-        out = [torch.empty(total, dtype=torch.int64) for _ in range(3 + typed)]
-        cursors = torch.empty(len(runs), dtype=torch.int64)  # held here while C writes to it
-        got = lib.merge_by_seed(n, part_of.data_ptr(), counts.data_ptr(), len(runs), table[0], table[1],
-                                table[2] if typed else None, out[0].data_ptr(), out[1].data_ptr(),
-                                out[3].data_ptr() if typed else None, out[2].data_ptr(), cursors.data_ptr())
+        n, nparts = seeds.numel(), len(runs)
+        arrays = [[int64_contiguous(a) for a in (r.pos, r.src, r.eids, *([r.etype] if typed else []))]
+                  + [None if r.counts is None else int64_contiguous(r.counts)] for r in runs]
+        table = lambda k: (ctypes.c_void_p * nparts)(*(None if a[k] is None else a[k].data_ptr()  # noqa: E731
+                                                       for a in arrays))
+        sizes = np.array([[a[0].numel(), a[1].numel()] for a in arrays], dtype=np.int64).T.copy()
+        total = int(sizes[1].sum())
+        buffer = torch.empty((3 + typed, total), dtype=torch.int64)  # one allocation for the outputs
+        out = [buffer[i] for i in range(3 + typed)]
+        work = np.empty(2 * n + nparts, dtype=np.int64)
+        got = lib.merge_runs(n, nparts, table(0), sizes[0].ctypes.data, table(-1), sizes[1].ctypes.data, table(1),
+                             table(2), table(3) if typed else None, out[0].data_ptr(), out[1].data_ptr(),
+                             out[3].data_ptr() if typed else None, out[2].data_ptr(), work.ctypes.data)
+        if got < 0:
+            raise MalformedRuns(-1 - got)
         if got != total:
             raise RuntimeError(f"merging sampled edges wrote {got} of {total}")
         return SampledEdges(out[0], None, out[1], out[2], seeds, out[3] if typed else None, grouped=True)
@@ -144,16 +156,38 @@ class SampledEdges:
         return out
 
 
+class MalformedRuns(ValueError):
+    """Part `part`'s answer does not fit the seeds it was asked for: a position out of range or
+    out of order or also another part's, a negative count, or counts that do not add up."""
+
+    def __init__(self, part: int):
+        super().__init__(f"part {part}'s sampled edges do not fit the seeds it was asked for")
+        self.part = part
+
+
 @dataclass
 class SeedRuns:
     """One part's sampled edges, as it answers: the positions of the seeds it sampled (ascending,
-    in the seeds asked for), each one's number of edges, and the edges seed after seed."""
+    in the seeds asked for) and each one's number of edges, or with `counts` None each edge's
+    seed position; and the edges seed after seed."""
 
     pos: torch.Tensor
-    counts: torch.Tensor
+    counts: torch.Tensor | None
     src: torch.Tensor
     eids: torch.Tensor
     etype: torch.Tensor | None = None
+
+    def edge_positions(self, part: int, n: int) -> torch.Tensor:
+        """Each edge's seed position, checked as the C merge checks it (part `part` of a merge of n seeds)."""
+        if self.counts is None:
+            rows = self.pos
+        else:
+            if bool((self.counts < 0).any()) or int(self.counts.sum()) != self.src.numel():
+                raise MalformedRuns(part)
+            rows = self.pos.repeat_interleave(self.counts)
+        if rows.numel() and (int(rows.min()) < 0 or int(rows.max()) >= n or bool((rows[1:] < rows[:-1]).any())):
+            raise MalformedRuns(part)
+        return rows
 
 
 def sample_graph(g: Graph, seeds, fanout, edge_dir: str = "in", replace: bool = False,
