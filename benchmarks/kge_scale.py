@@ -747,10 +747,53 @@ def commit() -> str | None:
     return done.stdout.strip() or None
 
 
+PROVENANCE = ("command", "date", "commit", "machine", "load_average", "peer")
+
+
+def tier_runs(tier: dict) -> tuple[list[dict], dict[str, int]]:
+    """A tier's runs (command, date, commit, ...) and the run each of its rows came from (a tier
+    recorded before rows kept their run counts as one run)."""
+    if "runs" in tier:
+        return tier["runs"], tier["row_run"]
+    return [{k: tier[k] for k in PROVENANCE if k in tier}], {row[0]: 0 for row in tier["rows"]}
+
+
+def merged_tier(earlier: dict | None, run_: dict, rows: list[list], whole: bool) -> dict:
+    """A tier after a run: a whole run replaces it; another replaces the rows it measured and keeps
+    the others with the runs they came from (a run left with no row is dropped)."""
+    if earlier is None or whole:
+        return {"runs": [run_], "row_run": {row[0]: 0 for row in rows}, "rows": rows}
+    runs, row_run = tier_runs(earlier)
+    runs, row_run, by_key = runs + [run_], dict(row_run), {row[0]: row for row in earlier["rows"]}
+    for row in rows:
+        by_key[row[0]], row_run[row[0]] = row, len(runs) - 1
+    used = sorted({row_run[k] for k in by_key})
+    renumber = {old: i for i, old in enumerate(used)}
+    return {"runs": [runs[i] for i in used], "row_run": {k: renumber[row_run[k]] for k in by_key},
+            "rows": list(by_key.values())}
+
+
+def provenance(t: str, tier: dict, key: str) -> str:
+    """A tier's `key` for the page: its one run's, or each run's in turn, the command naming the
+    figures of every run but the one with the most."""
+    runs, row_run = tier_runs(tier)
+    if len(runs) == 1:
+        return f"{runs[0].get(key, '')} ({t})"
+    counts = [sum(1 for i in row_run.values() if i == k) for k in range(len(runs))]
+    main = counts.index(max(counts))
+    if key != "command":
+        return " + ".join(str(r.get(key, "")) for r in runs) + f" ({t})"
+    parts = []
+    for k, r in enumerate(runs):
+        figures = "the other figures" if k == main else ", ".join(
+            name.removeprefix(f"{t}_") for name, i in row_run.items() if i == k)
+        parts.append(f"{r['command']} ({t}: {figures})")
+    return " + ".join(parts)
+
+
 def merge_record(path: Path, bench: Bench, tiers: list[str], argv: list[str]) -> None:
-    """The record over all tiers: a whole run of a tier replaces its earlier rows; a partial run
-    (`--systems` a subset of them) replaces the rows it measured and keeps the others, its command
-    and date added to the tier's."""
+    """The record over all tiers: each tier's rows keep the run they came from (`merged_tier`);
+    a run that measured everything of a tier replaces it."""
     old = None
     for candidate in (path, REPO / "benchmarks" / "results" / "kge_scale.json"):
         if candidate.is_file():
@@ -762,32 +805,23 @@ def merge_record(path: Path, bench: Bench, tiers: list[str], argv: list[str]) ->
         peer_bits.append("DGL-KE 0.1.2 (its own dglke_train: DGL 0.4.3, torch 1.6, Python 3.8)")
     if bench.args.pbg_python:
         peer_bits.append("../shared/peers/kge/pbg_run.py")
-    partial = set(bench.args.systems) != set(SYSTEMS)
+    all_systems = set(bench.args.systems) == set(SYSTEMS)
     for t in tiers:
         run_ = {"command": "OMP_NUM_THREADS=1 python benchmarks/kge_scale.py " + " ".join(
                     a.replace(str(Path.home()), "~") for a in argv),
                 "date": bench.dates.get(t, ""), "commit": commit(), "machine": machine(),
                 "load_average": f"{bench.loads[t][0]:.1f} at the start, {bench.loads[t][1]:.1f} at the end",
                 "peer": ("; ".join(peer_bits) + ", measured in the same run") if peer_bits and t != "freebase"
-                else "none in this tier's run",
-                "rows": [row for row in bench.rows if row[0].startswith(f"{t}_")]}
-        if partial and t in runs:
-            earlier = runs[t]
-            rows = {row[0]: row for row in earlier["rows"]}
-            rows.update({row[0]: row for row in run_["rows"]})
-            run_ = {**run_, **{k: f"{earlier[k]} + {run_[k]}" for k in ("command", "date", "commit", "load_average")
-                               if earlier.get(k) and earlier[k] != run_[k]}, "rows": list(rows.values())}
-        runs[t] = run_
+                else "none in this tier's run"}
+        rows = [row for row in bench.rows if row[0].startswith(f"{t}_")]
+        runs[t] = merged_tier(runs.get(t), run_, rows, all_systems and t in bench.args.kge_partition_tiers)
     order = [t for t in TIERS if t in runs]
     record = {"name": "kge_scale", "order": 2.7,
               "title": "Knowledge graphs at scale: generation, loading, bucket training on disk, against DGL-KE and "
                        "PyTorch-BigGraph",
-              "command": "; ".join(f"{runs[t]['command']} ({t})" for t in order),
-              "machine": runs[order[0]]["machine"],
-              "date": "; ".join(f"{runs[t]['date']} ({t})" for t in order),
-              "commit": "; ".join(f"{runs[t]['commit']} ({t})" for t in order),
-              "load_average": "; ".join(f"{runs[t]['load_average']} ({t})" for t in order),
-              "peer": "; ".join(f"{runs[t]['peer']} ({t})" for t in order),
+              **{key: "; ".join(provenance(t, runs[t], key) for t in order)
+                 for key in ("command", "date", "commit", "load_average", "peer")},
+              "machine": tier_runs(runs[order[0]])[0][0]["machine"],
               "graph": "generate kg (seed 0): typed entities in communities of 50, community and attribute "
                        "relations, heavy-tailed degrees, Zipf-skewed relation frequencies; TransE_l2, dim "
                        f"{bench.args.dim}, DGL-KE's FB15k recipe otherwise",

@@ -9,6 +9,7 @@ import importlib.util
 import json
 import re
 import statistics
+import sys
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,26 @@ def test_paths_outside_the_repository_are_named_by_what_they_are(tmp_path, path,
     (tmp_path / "x.json").write_text(json.dumps(r))
     text = page.render(tmp_path, tmp_path / "plots")
     assert name in text and "shared/" not in text
+
+
+def test_a_tier_keeps_each_rows_run_and_drops_runs_left_without_rows(monkeypatch):
+    """kge_scale's record: a run that measured part of a tier replaces those rows and keeps the
+    others with the run they came from; a run whose rows were all replaced leaves the record."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("kge_scale_record", ROOT / "benchmarks" / "kge_scale.py")
+    ks = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "kge_scale_record", ks)  # its dataclasses look themselves up there
+    spec.loader.exec_module(ks)
+    run = lambda name: {"command": f"cmd {name}", "date": f"date {name}", "commit": name}  # noqa: E731
+    tier = ks.merged_tier(None, run("a"), [["fb_epoch", "1"], ["fb_rss", "2"], ["fb_graph", "g"]], whole=False)
+    tier = ks.merged_tier(tier, run("b"), [["fb_partition", "3"], ["fb_graph", "g"]], whole=False)
+    assert tier["rows"] == [["fb_epoch", "1"], ["fb_rss", "2"], ["fb_graph", "g"], ["fb_partition", "3"]]
+    assert [r["commit"] for r in tier["runs"]] == ["a", "b"]
+    assert ks.provenance("fb", tier, "command") == "cmd a (fb: the other figures) + cmd b (fb: graph, partition)"
+    assert ks.provenance("fb", tier, "commit") == "a + b (fb)"
+    tier = ks.merged_tier(tier, run("c"), [["fb_epoch", "4"], ["fb_rss", "5"], ["fb_graph", "g"]], whole=False)
+    assert [r["commit"] for r in tier["runs"]] == ["b", "c"]  # a's rows were all measured again
+    assert dict(tier["rows"]) == {"fb_epoch": "4", "fb_rss": "5", "fb_graph": "g", "fb_partition": "3"}
+    assert ks.provenance("fb", tier, "command") == "cmd b (fb: partition) + cmd c (fb: the other figures)"
+    whole = ks.merged_tier(tier, run("d"), [["fb_epoch", "6"]], whole=True)
+    assert whole["rows"] == [["fb_epoch", "6"]] and ks.provenance("fb", whole, "date") == "date d (fb)"
