@@ -34,7 +34,18 @@ def _processes() -> Iterator[tuple[int, list[str]]]:
 
 def members(pgid: int) -> list[Member]:
     """Processes of group `pgid` that have not exited (zombies are dead: they are left out)."""
-    return [Member(pid, f[0]) for pid, f in _processes() if int(f[2]) == pgid and f[0] not in "ZX"]
+    return members_of({pgid})[pgid]
+
+
+def members_of(pgids: set[int]) -> dict[int, list[Member]]:
+    """`members` of each of several groups, from one pass over /proc (a pass reads every
+    process of the host: the supervisor's checks make one, not one a group)."""
+    out: dict[int, list[Member]] = {g: [] for g in pgids}
+    for pid, f in _processes():
+        group = out.get(int(f[2]))
+        if group is not None and f[0] not in "ZX":
+            group.append(Member(pid, f[0]))
+    return out
 
 
 def signal_group(pgid: int, signum: int) -> None:

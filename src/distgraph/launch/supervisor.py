@@ -25,7 +25,7 @@ from ..cluster import env as E
 from ..cluster.lifeline import Lifeline
 from ..cluster.shm_files import session_files, unlink
 from .plan import ProcessSpec
-from .processes import become_subreaper, members, reap_orphans, signal_group, stop_group_now
+from .processes import become_subreaper, members, members_of, reap_orphans, signal_group, stop_group_now
 from .relay import relay_stream
 
 POLL_SECONDS = 0.05
@@ -86,10 +86,10 @@ class HostSupervisor:
     def stopped(self) -> tuple[str, int] | None:
         """(label, pid) of a process that has been stopped for STOPPED_SECONDS, if any."""
         now = time.monotonic()
-        for r in self.running:
-            if r.proc.poll() is not None:
-                continue
-            pids = [m.pid for m in members(r.proc.pid) if m.state == "T"]
+        running = [r for r in self.running if r.proc.poll() is None]
+        groups = members_of({r.proc.pid for r in running}) if running else {}
+        for r in running:
+            pids = [m.pid for m in groups[r.proc.pid] if m.state == "T"]
             if not pids:
                 r.stopped_since = None
             elif r.stopped_since is None:
