@@ -285,6 +285,17 @@ def test_repeated_seeds_are_sampled_once_in_first_occurrence_order(sbm):
     assert outputs.tolist() == [7, 1, 4] and torch.equal(blocks[-1].dst_nodes, outputs)
 
 
+def test_first_occurrences_keep_each_id_once_where_it_first_came(kernel_path):
+    """The C hash table and the sort agree, on ids the table tags and on ids past them."""
+    from distgraph.block import first_occurrences
+
+    g = torch.Generator().manual_seed(3)
+    for ids in (torch.randint(0, 500, (2000,), generator=g), torch.randperm(300, generator=g),
+                torch.tensor([1 << 50, 5, 1 << 50, 7, 5]), torch.zeros(0, dtype=torch.int64)):
+        want = [] if not ids.numel() else list(dict.fromkeys(ids.tolist()))
+        assert first_occurrences(ids).tolist() == want
+
+
 def test_weighted_draws_with_replacement_never_take_zero_weight_edges_whatever_the_spread():
     indptr = torch.tensor([0, 1, 3])
     _, slots = sample_csc(indptr, torch.tensor([0, 1]), 10000, replace=True,

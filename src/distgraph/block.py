@@ -494,7 +494,12 @@ def distinct_in_order(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def first_occurrences(ids: torch.Tensor) -> torch.Tensor:
-    """`ids` without repeats, each kept at its first position."""
+    """`ids` without repeats, each kept at its first position (the relabel's hash table in C, a
+    sort otherwise)."""
+    if ids.dtype == torch.int64 and ids.device.type == "cpu":
+        native = _relabel_native(ids[:0], int64_contiguous(ids), None)
+        if native is not None:
+            return ids if native[0].numel() == ids.numel() else native[0]
     pos = first_positions(ids)
     return ids if pos.numel() == ids.numel() else ids[pos]
 

@@ -47,6 +47,12 @@ def _torch_names() -> dict:
     return {d: name for name, d in _torch_dtypes().items()}
 
 
+@lru_cache(maxsize=None)
+def _numpy_viewable() -> frozenset:
+    """The wire's torch dtypes that `Tensor.numpy()` can view (all but bfloat16)."""
+    return frozenset(d for name, d in _torch_dtypes().items() if name != "bfloat16")
+
+
 def __getattr__(name: str):
     if name == "DTYPES":  # wire name -> torch dtype (torch imported on first use)
         return _torch_dtypes()
@@ -95,6 +101,8 @@ def array_buffer(a) -> memoryview:
     """The bytes of a tensor or numpy array, without a copy when it is already contiguous."""
     if isinstance(a, np.ndarray):
         return memoryview(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
+    if a.is_contiguous() and a.numel() and not a.requires_grad and a.dtype in _numpy_viewable():  # the common case
+        return memoryview(a.numpy()).cast("B")
     flat = a.detach().contiguous().reshape(-1)
     return memoryview(flat.view(_torch_dtypes()["uint8"]).numpy())
 
@@ -153,13 +161,15 @@ def array_from_buffer(buf, dtype, shape: tuple[int, ...], index: int = 0):
     import torch
 
     name = dtype_name(dtype)
-    raw = _checked_bytes(buf, name, shape, index)
-    if raw.size == 0:
-        return torch.empty(shape, dtype=dtype)
     view = memoryview(buf)
+    if name == "bool" or view.nbytes != nbytes(name, shape) or not view.nbytes:
+        _checked_bytes(buf, name, shape, index)  # the error, or the bool check
+        if not view.nbytes:
+            return torch.empty(shape, dtype=dtype)
     if view.readonly:  # e.g. `bytes`; zmq frames are writable and never copied here
         view = memoryview(bytearray(view))
-    return torch.frombuffer(view, dtype=torch.uint8).view(dtype).reshape(shape)
+    flat = torch.frombuffer(view, dtype=dtype)
+    return flat if len(shape) == 1 else flat.reshape(shape)
 
 
 def numpy_from_buffer(buf, name: str, shape: tuple[int, ...], index: int = 0) -> np.ndarray:
