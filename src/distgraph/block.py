@@ -428,7 +428,8 @@ def with_types(block: Block, types, etype: torch.Tensor | None = None) -> Block:
 
 
 def block_from_edges(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.Tensor, eids: torch.Tensor,
-                     etype: torch.Tensor | None = None, grouped: bool = False) -> Block | tuple[Block, torch.Tensor]:
+                     etype: torch.Tensor | None = None, grouped: bool = False, room: torch.Tensor | None = None
+                     ) -> Block | tuple[Block, torch.Tensor]:
     """Build a block from sampled edges: `src` global source ids, `dst_row` the row of each
     edge's destination in `dst_nodes` (distinct). Sources that are not destinations are
     appended after the destinations in order of first appearance (as DGL's `to_block`) once
@@ -436,17 +437,21 @@ def block_from_edges(dst_nodes: torch.Tensor, src: torch.Tensor, dst_row: torch.
     on each destination's edges, not on the order they arrived in (the edges of several
     machines arrive as one sorted run each). With `etype` (each edge's type), returns the
     block and the types in its edge order; `grouped` says the rows are known to be ascending.
+    `room`, a (2, len(src)) tensor whose second row is `dst_row` (its first free), becomes the
+    block's edge index when the edges are grouped, the local ids written into its first row.
     (No torch call where none is needed: each lets another batch thread take Python's lock.)"""
     dst_nodes, src, dst_row, eids = (int64_contiguous(a) for a in (dst_nodes, src, dst_row, eids))
     grouped = grouped or dst_row.numel() <= 1 or bool((dst_row[1:] >= dst_row[:-1]).all())
     extra = None if etype is None else int64_contiguous(etype)
-    native = _relabel_native(dst_nodes, src, None if grouped else (dst_row, eids, extra))
+    into = room if grouped and room is not None and room.data_ptr() + 8 * src.numel() == dst_row.data_ptr() \
+        and room.shape == (2, src.numel()) else None
+    native = _relabel_native(dst_nodes, src, None if grouped else (dst_row, eids, extra), into)
     if native is not None:
         src_nodes, edge_index, regrouped = native
-        if regrouped is None:
-            edge_index[1].copy_(dst_row)
-        else:
+        if regrouped is not None:
             eids, extra = regrouped
+        elif into is None:
+            edge_index[1].copy_(dst_row)
     else:
         if not grouped:
             order = torch.argsort(dst_row, stable=True)
@@ -518,18 +523,21 @@ _tables = threading.local()  # per thread: the C relabel's hash table, reused (s
 _MAX_EPOCH = (1 << 23) - 1
 
 
-def _relabel_native(dst: torch.Tensor, src: torch.Tensor, regroup: tuple | None):
+def _relabel_native(dst: torch.Tensor, src: torch.Tensor, regroup: tuple | None, into: torch.Tensor | None = None):
     """In C (`native/sampling.c`): (distinct ids, a (2, len(src)) edge index whose first row is
     each source's local id, and with `regroup` = (rows, eids, extra or None) the eids and extra
     grouped by row, the edge index in that order with its second row the rows; without, the
-    caller fills the second row); None when the kernels are not built or an id does not fit
-    the table's tags."""
+    caller fills the second row, or `into` is the edge index, its second row already the rows);
+    None when the kernels are not built or an id does not fit the table's tags."""
     lib = kernels()
     if lib is None:
         return None
     nd, ns = dst.numel(), src.numel()
-    buffer = torch.empty(nd + 3 * ns, dtype=torch.int64)  # one allocation: see `sample_uniform_native`
-    nodes, edge_index = buffer[:nd + ns], buffer[nd + ns:].view(2, ns)
+    if into is None:
+        buffer = torch.empty(nd + 3 * ns, dtype=torch.int64)  # one allocation: see `sample_uniform_native`
+        nodes, edge_index = buffer[:nd + ns], buffer[nd + ns:].view(2, ns)
+    else:
+        nodes, edge_index = torch.empty(nd + ns, dtype=torch.int64), into
     local = edge_index[0]
     rows = eids = counts = out_rows = out_eids = extra = out_extra = None
     if regroup is not None:

@@ -78,7 +78,7 @@ class NeighborSampler:
         for fanout in reversed(self.fanouts):
             edges = sample_fn(dst, fanout)
             row = edges.seed_pos if edges.seed_pos is not None else rows_in(dst, edges.dst)
-            made = block_from_edges(dst, edges.src, row, edges.eids, edges.etype, edges.grouped)
+            made = block_from_edges(dst, edges.src, row, edges.eids, edges.etype, edges.grouped, edges.room)
             block, etype = made if edges.etype is not None else (made, None)
             if types is not None:
                 block = with_types(block, types, etype)

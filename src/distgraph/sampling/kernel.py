@@ -206,8 +206,9 @@ def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: to
         raise MemoryError("sample_count could not allocate its work space")
     # the outputs as rows of one allocation and the counters in numpy: torch calls let other
     # batch threads take Python's lock, so a hop makes as few as it can
-    buffer = torch.empty((2 + with_eids + with_etypes, total), dtype=torch.int64)
-    out = [buffer[i] for i in range(buffer.shape[0])]
+    # row 0 is room for a block's local source ids beside the seed positions (`index_room`)
+    buffer = torch.empty((3 + with_eids + with_etypes, total), dtype=torch.int64)
+    out = buffer.unbind(0)[1:]
     counters = np.zeros(len(cscs), dtype=np.int64)
     got = lib.sample_uniform(*args, counters.ctypes.data, out[0].data_ptr(), out[1].data_ptr(),
                              out[2].data_ptr() if with_eids else None, out[-1].data_ptr() if with_etypes else None)
@@ -217,6 +218,15 @@ def sample_uniform_native(cscs: list[Csc | None], seeds: torch.Tensor, owner: to
     if not 0 <= got <= total:
         raise RuntimeError(f"sample_uniform wrote {got} edges into room for {total}")
     return tuple(a[:got] if got < total else a for a in out)
+
+
+def index_room(seed_pos: torch.Tensor) -> torch.Tensor | None:
+    """The (2, n) tensor whose second row is `seed_pos` and whose first is free, when
+    `sample_uniform_native` or a merge laid them out so (row 0 of their buffer), else None."""
+    base, n = seed_pos._base, seed_pos.numel()
+    if base is None or not n or base.dim() != 2 or base.shape[1] != n or seed_pos.data_ptr() != base.data_ptr() + 8 * n:
+        return None
+    return base[:2]
 
 
 def _without_replacement(start, deg, fanout, prob, generator):

@@ -14,7 +14,7 @@ from ..tensor_graph import Graph
 from ..ids import as_id_tensor, int64_contiguous, resolve_etype
 from ..partition import Partition
 from ..native import kernels
-from .kernel import Csc, sample_csc_ids, sample_uniform_native
+from .kernel import Csc, index_room, sample_csc_ids, sample_uniform_native
 from .weights import SlotWeights
 
 
@@ -30,10 +30,13 @@ class SampledEdges:
 
     def __init__(self, src: torch.Tensor, dst: torch.Tensor | None, eids: torch.Tensor,
                  seed_pos: torch.Tensor | None = None, seeds: torch.Tensor | None = None,
-                 etype: torch.Tensor | None = None, grouped: bool = False):
+                 etype: torch.Tensor | None = None, grouped: bool = False, room: torch.Tensor | None = None):
         if dst is None and (seeds is None or seed_pos is None):
             raise ValueError("SampledEdges needs dst, or the seeds and each edge's seed position")
         self.src, self.eids, self.seed_pos, self._dst, self._seeds = src, eids, seed_pos, dst, seeds
+        # a (2, n) tensor whose second row is seed_pos and whose first is free, when they were
+        # made so: a block built from these edges takes it as its edge index (`block_from_edges`)
+        self.room = room
         self.grouped = grouped and seed_pos is not None
         self.etype = etype  # typed sampling: each edge's type id (in the graph's edge-type order)
         self.graph_num_nodes: int | None = None  # set by sample_neighbors: the frontier holds all nodes
@@ -135,8 +138,10 @@ class SampledEdges:
                                                        for a in arrays))
         sizes = np.array([[a[0].numel(), a[1].numel()] for a in arrays], dtype=np.int64).T.copy()
         total = int(sizes[1].sum())
-        buffer = torch.empty((3 + typed, total), dtype=torch.int64)  # one allocation for the outputs
-        out = [buffer[i] for i in range(3 + typed)]
+        # one allocation: room for a block's local ids (`index_room`), rows, src, eids, etype
+        buffer = torch.empty((4 + typed, total), dtype=torch.int64)
+        _, rows, src, *rest = buffer.unbind(0)
+        out = [src, rest[0], rows, *rest[1:]]
         work = np.empty(2 * n + nparts, dtype=np.int64)
         got = lib.merge_runs(n, nparts, table(0), sizes[0].ctypes.data, table(-1), sizes[1].ctypes.data, table(1),
                              table(2), table(3) if typed else None, out[0].data_ptr(), out[1].data_ptr(),
@@ -145,7 +150,8 @@ class SampledEdges:
             raise MalformedRuns(-1 - got)
         if got != total:
             raise RuntimeError(f"merging sampled edges wrote {got} of {total}")
-        return SampledEdges(out[0], None, out[1], out[2], seeds, out[3] if typed else None, grouped=True)
+        return SampledEdges(out[0], None, out[1], out[2], seeds, out[3] if typed else None, grouped=True,
+                            room=buffer[:2])
 
     def select(self, keep: torch.Tensor) -> "SampledEdges":
         """The edges where `keep` is true."""
@@ -207,7 +213,7 @@ def sample_graph(g: Graph, seeds, fanout, edge_dir: str = "in", replace: bool = 
                                                       replace, slot_prob, generator)
     etype = etype[0] if etype else None
     if edge_dir == "in":
-        return SampledEdges(other_ids, None, edge_ids, seg, seeds, etype)
+        return SampledEdges(other_ids, None, edge_ids, seg, seeds, etype, room=index_room(seg))
     return SampledEdges(seeds.index_select(0, seg), other_ids, edge_ids, seg, None, etype)
 
 
@@ -257,7 +263,8 @@ def sample_partitions(jobs: dict[int, tuple[Partition, torch.Generator | None, l
         native = sample_uniform_native(cscs, seeds, owner, fanout, gens, with_etypes=isinstance(fanout, torch.Tensor))
         if native is not None:
             seg, src, eids, *etype = native
-            return SampledEdges(src, None, eids, seg, seeds, etype[0] if etype else None, grouped=True)
+            return SampledEdges(src, None, eids, seg, seeds, etype[0] if etype else None, grouped=True,
+                                room=index_room(seg))
     runs = []
     for m, (part, gen, weights) in jobs.items():
         pos = torch.nonzero(owner == m).flatten()
