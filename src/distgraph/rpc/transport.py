@@ -30,6 +30,9 @@ CLOSE_LINGER_MS = 2000  # how long a closing server keeps trying to deliver its 
 # zmq gives a received frame this big a buffer of its own; smaller ones share one receive
 # buffer (and may sit misaligned in it), so replies below this size are copied out
 OWN_BUFFER_BYTES = 64 << 10
+# a frame this big is sent from its own buffer; a smaller one is copied, which costs less than
+# pyzmq's release of a borrowed buffer (a message to its collector thread, which takes Python's lock)
+ZERO_COPY_BYTES = 1 << 20
 CHECK_SECONDS = 0.2  # how often a waiting call runs its caller's check
 LOST_PEER_SECONDS = 20.0  # a server that watches its clients' connections notices a silent host this soon
 # TCP buffers of every connection, each way (the kernel caps them at net.core.[rw]mem_max and
@@ -53,6 +56,13 @@ class RemoteError(DistGraphError):
 class RemoteInputError(RemoteError, InputError):
     """A server refused a request because of its content (unknown tensor, bad ids, ...)."""
 
+
+
+def send_frames(socket: zmq.Socket, frames: Sequence) -> None:
+    """A multipart message, each frame copied into zmq or lent to it by its size (ZERO_COPY_BYTES)."""
+    last = len(frames) - 1
+    for i, frame in enumerate(frames):
+        socket.send(frame, zmq.SNDMORE if i < last else 0, copy=memoryview(frame).nbytes < ZERO_COPY_BYTES)
 
 def remote_error(peer: PeerAddress, op, reply: dict) -> RemoteError:
     """The exception for an error reply; input errors stay `InputError`s across the wire."""
@@ -174,7 +184,7 @@ class ServerSocket:
 
     def send(self, identity: bytes, header: dict, arrays: Sequence[torch.Tensor] = ()) -> None:
         try:
-            self.socket.send_multipart([identity, *wire.pack(header, arrays)], copy=False)
+            send_frames(self.socket, [identity, *wire.pack(header, arrays)])
         except zmq.Again:
             pass  # the client is gone or not reading; it will time out on its side
 
@@ -311,7 +321,7 @@ class Connections:
                 frames = wire.pack({"op": wire.MANY, "rid": rid, "parts": [r.header for r in parts],
                                     "counts": [len(r.arrays) for r in parts]}, [a for r in parts for a in r.arrays])
             try:
-                conn.socket.send_multipart(frames, copy=False)
+                send_frames(conn.socket, frames)
             except zmq.Again:
                 for sent in batch.pending:
                     self._inflight.pop(sent, None)
