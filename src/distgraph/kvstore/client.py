@@ -465,6 +465,8 @@ class KVClient:
         """Send each (machine, header, arrays) to one of that machine's servers (spread over
         them in turn), run `local()` while the replies are on their way, then gather them.
         `local()` runs outside the client's lock, so other threads' requests go on meanwhile."""
+        if not requests:  # all of it here (standalone, or a host's machines): no lock to take
+            return local(), []
         with self._guard():
             self.flush()
             reqs = []
