@@ -236,8 +236,10 @@ def sample_partition(part: Partition, seeds, fanout, replace: bool = False,
     """
     seeds = as_id_tensor(seeds, "seeds")
     lo, hi = part.book.node_range(part.part_id, None)
-    if seeds.numel() and (int(seeds.min()) < lo or int(seeds.max()) >= hi):
-        raise InputError(f"partition {part.part_id} owns nodes [{lo}, {hi}); seeds outside it were sent to it")
+    if seeds.numel():
+        low, high = seeds.aminmax()
+        if int(low) < lo or int(high) >= hi:
+            raise InputError(f"partition {part.part_id} owns nodes [{lo}, {hi}); seeds outside it were sent to it")
     csc = partition_csc(part)
     slot_prob = None if weights is None else SlotWeights(csc, part, weights)
     seg, src, eids, *etype = sample_csc_ids(csc, seeds, fanout, replace, slot_prob, generator)
