@@ -370,6 +370,7 @@ class Bench:
         systems = [s for s in a.systems if (s != "inmem" or t in a.inmem_tiers)
                    and (s != "dglke" or (a.dglke_train and t in a.peer_tiers))
                    and (s != "pbg" or (a.pbg_python and t in a.peer_tiers))]
+        self.systems_run[t] = systems
         work = Path(a.work) / t
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
@@ -761,7 +762,7 @@ def tier_runs(tier: dict) -> tuple[list[dict], dict[str, int]]:
 def merged_tier(earlier: dict | None, run_: dict, rows: list[list], whole: bool) -> dict:
     """A tier after a run: a whole run replaces it; another replaces the rows it measured and keeps
     the others with the runs they came from (a run left with no row is dropped)."""
-    if earlier is None or whole:
+    if earlier is None or whole or not rows and not earlier["rows"]:
         return {"runs": [run_], "row_run": {row[0]: 0 for row in rows}, "rows": rows}
     runs, row_run = tier_runs(earlier)
     runs, row_run, by_key = runs + [run_], dict(row_run), {row[0]: row for row in earlier["rows"]}
@@ -777,8 +778,8 @@ def provenance(t: str, tier: dict, key: str) -> str:
     """A tier's `key` for the page: its one run's, or each run's in turn, the command naming the
     figures of every run but the one with the most."""
     runs, row_run = tier_runs(tier)
-    if len(runs) == 1:
-        return f"{runs[0].get(key, '')} ({t})"
+    if len(runs) == 1 or not row_run:
+        return f"{runs[-1].get(key, '')} ({t})"
     counts = [sum(1 for i in row_run.values() if i == k) for k in range(len(runs))]
     main = counts.index(max(counts))
     if key != "command":
@@ -793,7 +794,7 @@ def provenance(t: str, tier: dict, key: str) -> str:
 
 def merge_record(path: Path, bench: Bench, tiers: list[str], argv: list[str]) -> None:
     """The record over all tiers: each tier's rows keep the run they came from (`merged_tier`);
-    a run that measured everything of a tier replaces it."""
+    a run of every system and of `kge partition` at a tier replaces it."""
     old = None
     for candidate in (path, REPO / "benchmarks" / "results" / "kge_scale.json"):
         if candidate.is_file():
@@ -805,7 +806,6 @@ def merge_record(path: Path, bench: Bench, tiers: list[str], argv: list[str]) ->
         peer_bits.append("DGL-KE 0.1.2 (its own dglke_train: DGL 0.4.3, torch 1.6, Python 3.8)")
     if bench.args.pbg_python:
         peer_bits.append("../shared/peers/kge/pbg_run.py")
-    all_systems = set(bench.args.systems) == set(SYSTEMS)
     for t in tiers:
         run_ = {"command": "OMP_NUM_THREADS=1 python benchmarks/kge_scale.py " + " ".join(
                     a.replace(str(Path.home()), "~") for a in argv),
@@ -814,14 +814,15 @@ def merge_record(path: Path, bench: Bench, tiers: list[str], argv: list[str]) ->
                 "peer": ("; ".join(peer_bits) + ", measured in the same run") if peer_bits and t != "freebase"
                 else "none in this tier's run"}
         rows = [row for row in bench.rows if row[0].startswith(f"{t}_")]
-        runs[t] = merged_tier(runs.get(t), run_, rows, all_systems and t in bench.args.kge_partition_tiers)
+        whole = set(bench.systems_run.get(t, ())) == set(SYSTEMS) and t in bench.args.kge_partition_tiers
+        runs[t] = merged_tier(runs.get(t), run_, rows, whole)
     order = [t for t in TIERS if t in runs]
     record = {"name": "kge_scale", "order": 2.7,
               "title": "Knowledge graphs at scale: generation, loading, bucket training on disk, against DGL-KE and "
                        "PyTorch-BigGraph",
               **{key: "; ".join(provenance(t, runs[t], key) for t in order)
                  for key in ("command", "date", "commit", "load_average", "peer")},
-              "machine": tier_runs(runs[order[0]])[0][0]["machine"],
+              "machine": tier_runs(runs[tiers[-1] if tiers else order[-1]])[0][-1]["machine"],  # the latest run's
               "graph": "generate kg (seed 0): typed entities in communities of 50, community and attribute "
                        "relations, heavy-tailed degrees, Zipf-skewed relation frequencies; TransE_l2, dim "
                        f"{bench.args.dim}, DGL-KE's FB15k recipe otherwise",
@@ -876,7 +877,7 @@ def main() -> int:
             raise SystemExit(f"{exe} does not exist: install the peers with ../shared/peers/kge/run_dglke.sh and "
                              f"run_pbg.sh (../shared/peers/README.md)")
     bench = Bench(args)
-    bench.dates, bench.loads = {}, {}
+    bench.dates, bench.loads, bench.systems_run = {}, {}, {}
     report("date", datetime.datetime.now().isoformat(timespec="seconds"))
     report("machine", machine())
     report("command", " ".join(sys.argv))

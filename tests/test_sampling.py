@@ -433,7 +433,9 @@ def test_a_part_whose_edges_do_not_fit_its_seeds_is_named_not_merged(native, mon
            (torch.tensor([1, 6]), torch.tensor([3, 1]), e, e),  # position 6 of 6 seeds
            (torch.tensor([5, 1]), torch.tensor([3, 1]), e, e),  # out of order
            (torch.tensor([2, 5]), torch.tensor([3, 1]), e, e),  # seed 2 is part 0's
-           (torch.tensor([1, 5]), torch.tensor([3, 1]), e, e[:3])]  # fewer edge ids than sources
+           (torch.tensor([1, 5]), torch.tensor([3, 1]), e, e[:3]),  # fewer edge ids than sources
+           (torch.tensor([1, 5]), torch.tensor([4]), e, e),  # a count short
+           (torch.tensor([1, 3, 4, 5]), torch.tensor([2 ** 62] * 3 + [2 ** 62 + 4]), e, e)]  # 4 after a wrap
     for pos, counts, src, eids in bad:
         with pytest.raises(local.MalformedRuns) as got:
             local.SampledEdges.merged(seeds, [mine, local.SeedRuns(pos, counts, src, eids)])
@@ -442,3 +444,15 @@ def test_a_part_whose_edges_do_not_fit_its_seeds_is_named_not_merged(native, mon
         local.SampledEdges.merged(seeds, [local.SeedRuns(torch.tensor([2, 0]), None, e[:2], e[:2]),
                                           local.SeedRuns(torch.tensor([1]), torch.tensor([4]), e, e)])
     assert got.value.part == 0
+
+
+def test_torch_draws_come_seed_after_seed(kernel_path):
+    """Seeds with fewer in-edges than the fanout and seeds with more, interleaved: every path's
+    edges come grouped by seed in seed order, as a merge of several parts' answers needs."""
+    indptr = torch.tensor([0, 2, 12, 13, 30, 30, 31])
+    for fanout in (3, 300):  # (300: past the C kernel's draws, the torch path either way)
+        seg, slots = sample_csc(indptr, torch.tensor([0, 1, 2, 3, 4, 5, 1]), fanout,
+                                generator=torch.Generator().manual_seed(0))
+        assert bool((seg[1:] >= seg[:-1]).all()) and torch.equal(torch.bincount(seg, minlength=7),
+                                                                  torch.tensor([2, 3, 1, 3, 0, 1, 3]).clamp(max=fanout)
+                                                                  if fanout == 3 else torch.tensor([2, 10, 1, 17, 0, 1, 10]))

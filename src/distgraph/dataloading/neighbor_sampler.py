@@ -79,6 +79,7 @@ class NeighborSampler:
             edges = sample_fn(dst, fanout)
             row = edges.seed_pos if edges.seed_pos is not None else rows_in(dst, edges.dst)
             made = block_from_edges(dst, edges.src, row, edges.eids, edges.etype, edges.grouped, edges.room)
+            edges.room = None  # the block's edge index now: another block of these edges needs its own
             block, etype = made if edges.etype is not None else (made, None)
             if types is not None:
                 block = with_types(block, types, etype)

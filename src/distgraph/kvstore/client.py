@@ -466,6 +466,7 @@ class KVClient:
         them in turn), run `local()` while the replies are on their way, then gather them.
         `local()` runs outside the client's lock, so other threads' requests go on meanwhile."""
         if not requests:  # all of it here (standalone, or a host's machines): no lock to take
+            self._guard()  # (its check that this process made the client)
             return local(), []
         with self._guard():
             self.flush()

@@ -51,7 +51,7 @@ int64_t merge_runs(int64_t n, int64_t nparts, const int64_t *const *pos, const i
         int64_t total = 0, last = -1;
         for (int64_t i = 0; i < npos[p]; i++) {
             int64_t s = ps[i], c = cs ? cs[i] : 1;
-            if (s < 0 || s >= n || c < 0 || s < last) return -1 - p;
+            if (s < 0 || s >= n || c < 0 || s < last || c > nedges[p] - total) return -1 - p; /* (no sum overflows) */
             if (c == 0) continue;
             if (s != last) {
                 if (part_of[s] != -1) return -1 - p;  /* another part's seed, or this part's seed twice */

@@ -57,12 +57,12 @@ class RemoteInputError(RemoteError, InputError):
     """A server refused a request because of its content (unknown tensor, bad ids, ...)."""
 
 
-
 def send_frames(socket: zmq.Socket, frames: Sequence) -> None:
     """A multipart message, each frame copied into zmq or lent to it by its size (ZERO_COPY_BYTES)."""
     last = len(frames) - 1
     for i, frame in enumerate(frames):
         socket.send(frame, zmq.SNDMORE if i < last else 0, copy=memoryview(frame).nbytes < ZERO_COPY_BYTES)
+
 
 def remote_error(peer: PeerAddress, op, reply: dict) -> RemoteError:
     """The exception for an error reply; input errors stay `InputError`s across the wire."""

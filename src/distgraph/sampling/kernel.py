@@ -136,8 +136,9 @@ def sample_csc_ids(csc: Csc, seeds: torch.Tensor, fanout, replace: bool = False,
     """`sample_csc` on `csc` (seeds are ids: row + row_add), returning (seed position, source
     id, edge id) per sampled edge, grouped by seed in seed order (a merge of several parts'
     answers relies on it); with `fanout` a tensor of one fanout per edge type of a typed CSC,
-    each of a seed's runs of one type is sampled apart, and each edge's type comes fourth. In one pass of C for uniform sampling without replacement, else through torch
-    (typed: a type at a time)."""
+    each of a seed's runs of one type is sampled apart, and each edge's type comes fourth. In
+    one pass of C for uniform sampling without replacement, else through torch (typed: a type
+    at a time)."""
     seeds = seeds.to(torch.int64)
     typed = isinstance(fanout, torch.Tensor)
     if not replace and prob is None:
@@ -238,7 +239,9 @@ def _without_replacement(start, deg, fanout, prob, generator):
     offsets = _floyd(deg[big], fanout, generator)
     seg_b = big.repeat_interleave(fanout)
     slots_b = (start[big].unsqueeze(1) + offsets).reshape(-1)
-    return torch.cat([seg_a, seg_b]), torch.cat([start[seg_a] + pos_a, slots_b])
+    seg, slots = torch.cat([seg_a, seg_b]), torch.cat([start[seg_a] + pos_a, slots_b])
+    order = torch.argsort(seg, stable=True)  # seed after seed, as every other draw comes
+    return seg.index_select(0, order), slots.index_select(0, order)
 
 
 def _floyd(deg: torch.Tensor, k: int, generator) -> torch.Tensor:

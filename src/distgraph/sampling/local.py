@@ -110,13 +110,14 @@ class SampledEdges:
         part answered for its own seeds (no seed in two parts), in the order of their positions,
         so one pass over the seeds takes each one's run from its part (C), with no sort. Raises
         `MalformedRuns` naming the first part whose answer does not fit its seeds."""
-        if len(runs) == 1 and runs[0].counts is None:
-            r = runs[0]
-            return SampledEdges(r.src, None, r.eids, r.pos, seeds, r.etype, grouped=True)
         typed = runs[0].etype is not None
         for k, r in enumerate(runs):
-            if r.eids.numel() != r.src.numel() or (typed and (r.etype is None or r.etype.numel() != r.src.numel())):
+            if r.eids.numel() != r.src.numel() or (typed and (r.etype is None or r.etype.numel() != r.src.numel())) \
+                    or (r.counts is not None and r.counts.numel() != r.pos.numel()):
                 raise MalformedRuns(k)
+        if len(runs) == 1 and runs[0].counts is None:  # (a fallback path's one part: no merge to make)
+            r = runs[0]
+            return SampledEdges(r.src, None, r.eids, r.edge_positions(0, seeds.numel()), seeds, r.etype, grouped=True)
         lib = kernels()
         if lib is None:
             taken, parts = torch.zeros(seeds.numel(), dtype=torch.bool), []
@@ -184,16 +185,18 @@ class SeedRuns:
     etype: torch.Tensor | None = None
 
     def edge_positions(self, part: int, n: int) -> torch.Tensor:
-        """Each edge's seed position, checked as the C merge checks it (part `part` of a merge of n seeds)."""
-        if self.counts is None:
-            rows = self.pos
-        else:
-            if bool((self.counts < 0).any()) or int(self.counts.sum()) != self.src.numel():
-                raise MalformedRuns(part)
-            rows = self.pos.repeat_interleave(self.counts)
-        if rows.numel() and (int(rows.min()) < 0 or int(rows.max()) >= n or bool((rows[1:] < rows[:-1]).any())):
+        """Each edge's seed position, checked as the C merge checks this part's answer (part
+        `part` of a merge of n seeds): positions in range and in order, counts that add up."""
+        pos = self.pos
+        if pos.numel() and (int(pos.min()) < 0 or int(pos.max()) >= n or bool((pos[1:] < pos[:-1]).any())):
             raise MalformedRuns(part)
-        return rows
+        if self.counts is None:
+            return pos
+        if self.counts.numel() and not 0 <= int(self.counts.min()) <= int(self.counts.max()) <= self.src.numel():
+            raise MalformedRuns(part)  # (each count bounded first: then their sum cannot wrap)
+        if int(self.counts.sum()) != self.src.numel():
+            raise MalformedRuns(part)
+        return pos.repeat_interleave(self.counts)
 
 
 def sample_graph(g: Graph, seeds, fanout, edge_dir: str = "in", replace: bool = False,
