@@ -61,6 +61,8 @@ def test_two_machines_killed_and_resumed_end_with_the_same_model(parts, tmp_path
     killed.proc.wait()
     assert killed.left_behind() == ([], [])
     assert "model digest" not in killed.output  # it did not finish
+    for late in sorted(ck.glob("step-*"))[1:]:  # on a loaded machine the kill may come late: resume from the first
+        shutil.rmtree(late)
 
     resumed = launches(tmp_path, parts[2], [1, 1], f"{resumable} --resume", num_samplers=1)
     assert resumed.wait(300) == 0, resumed.output[-3000:]
