@@ -456,3 +456,17 @@ def test_torch_draws_come_seed_after_seed(kernel_path):
         assert bool((seg[1:] >= seg[:-1]).all()) and torch.equal(torch.bincount(seg, minlength=7),
                                                                   torch.tensor([2, 3, 1, 3, 0, 1, 3]).clamp(max=fanout)
                                                                   if fanout == 3 else torch.tensor([2, 10, 1, 17, 0, 1, 10]))
+
+
+def test_a_samplers_free_row_serves_one_block(sbm):
+    """A block built from sampled edges takes their free row as its edge index; a second block of
+    the same edges (other destinations) gets its own, leaving the first block as it was."""
+    if kernels() is None:
+        pytest.skip("the C kernels are not built")
+    e = sample_graph(sbm, torch.arange(50), 3, generator=torch.Generator().manual_seed(0))
+    assert e.room is not None
+    sampler = MultiLayerNeighborSampler([3])
+    _, _, (first,) = sampler.sample_blocks(lambda s, f: e, torch.arange(50))
+    kept = first.edge_index.clone()
+    _, _, (second,) = sampler.sample_blocks(lambda s, f: e, torch.arange(49, -1, -1))
+    assert torch.equal(first.edge_index, kept) and not torch.equal(second.edge_index, kept)
