@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 import torch
 
+from ..arrays import add_counts
 from ..kvstore.handler import MAX_NAME, expect_arrays, field
 from ..kvstore.store import KVStore
-from ..native import kernels
 from ..partition import Partition
 from ..rpc.wire import WireError
 from .local import sample_partition
@@ -18,17 +19,6 @@ from .weights import edge_weights
 
 MAX_FANOUT = 1 << 20
 MAX_SEED = 1 << 62  # a request's random seed lies in [0, MAX_SEED)
-
-
-def seed_counts(seed_pos: torch.Tensor, n: int) -> torch.Tensor:
-    """How many of the edges belong to each of n seeds (positions in [0, n)): a counting pass in
-    C, a bincount without the kernels."""
-    lib = kernels()
-    if lib is None or seed_pos.dtype != torch.int64 or not seed_pos.is_contiguous():
-        return torch.bincount(seed_pos, minlength=n)
-    counts = torch.zeros(n, dtype=torch.int64)
-    lib.add_counts(seed_pos.numel(), seed_pos.data_ptr(), counts.data_ptr())
-    return counts
 
 
 def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list], tuple[dict, list]]]:
@@ -60,7 +50,9 @@ def graph_ops(part: Partition, store: KVStore) -> dict[str, Callable[[dict, list
         e = sample_partition(part, seeds, fanout, replace, edge_weights(store, part, prob), generator)
         typed = [] if e.etype is None else [e.etype]
         # each seed's number of edges: its edges come seed after seed, and the asker has the seeds
-        return {}, [e.src, e.eids, seed_counts(e.seed_pos, seeds.numel()), *typed]
+        counts = np.zeros(seeds.numel(), dtype=np.int64)
+        add_counts(counts, e.seed_pos.numpy())
+        return {}, [e.src, e.eids, torch.from_numpy(counts), *typed]
 
     def find_edges(header: dict, arrays: list) -> tuple[dict, list]:
         (eids,) = expect_arrays(arrays, 1, "find_edges")
