@@ -104,6 +104,15 @@ class TrainConfig:
     bucket_dir: str | None = None  # where the buckets and partitions live (default: beside the checkpoints, or a
     # temporary folder in --save_path)
 
+    def table_widths(self) -> dict[str, int]:
+        """Width of each of the model's embedding tables (`table_widths`), its name checked."""
+        return table_widths(check_model(self.model_name, self.hidden_dim, self.double_ent, self.double_rel),
+                            self.hidden_dim, self.double_ent, self.double_rel)
+
+    def relation_bytes(self, n_relations: int) -> int:
+        """Bytes of the tables indexed by relation id, with their row-wise Adagrad state."""
+        return sum(w + 1 for name, w in self.table_widths().items() if name != "entity") * n_relations * 4
+
     def check(self) -> TrainConfig:
         """Reject settings that cannot run, naming the flag."""
         _positive(self, "max_step", "batch_size", "batch_size_eval", "neg_sample_size", "log_interval",

@@ -30,8 +30,7 @@ from typing import TextIO
 from ..cluster.env import KGE_GPU_TYPE, kge_gpu_type
 from ..errors import DistGraphError, InputError
 from ..launch.ssh import SshOptions
-from .config import (EvalConfig, TrainConfig, check_model, gpu_ids, inert_flags, table_widths,
-                     with_gpus)
+from .config import EvalConfig, TrainConfig, gpu_ids, inert_flags, with_gpus
 from .data.formats import KGData
 from .data.partition import partition_folder, partition_kg
 from .prepare import prepare_eval, prepare_train
@@ -151,17 +150,10 @@ def train_kge(cfg: TrainConfig, out: TextIO | None = None) -> RunResult:
     return _result(reporter, save_dir)
 
 
-def _widths(cfg: TrainConfig) -> dict[str, int]:
-    return table_widths(check_model(cfg.model_name, cfg.hidden_dim, cfg.double_ent, cfg.double_rel), cfg.hidden_dim,
-                        cfg.double_ent, cfg.double_rel)
-
-
 def partitions_for(cfg: TrainConfig, data: KGData) -> PartitionChoice:
     """The entity partitions of a run (1: the table in memory), and why."""
-    widths = _widths(cfg)
-    relation_bytes = sum(w + 1 for name, w in widths.items() if name != "entity") * data.n_relations * 4
     choice = choose_partitions(cfg.num_entity_partitions, cfg.memory_budget, data.n_entities, len(data.train),
-                               widths["entity"], relation_bytes)
+                               cfg.table_widths()["entity"], cfg.relation_bytes(data.n_relations))
     if choice.num_parts > 1 and cfg.num_proc > 1:
         raise InputError(f"bucket training (the entity table on disk, P = {choice.num_parts}) runs in one process: "
                          f"drop --num_proc {cfg.num_proc} and give the cores to it with --num_thread")
@@ -216,7 +208,7 @@ def _train_buckets(cfg: TrainConfig, data: KGData, num_parts: int, save_dir: Pat
                 layout = None
         if layout is None:
             work.mkdir(parents=True, exist_ok=True)
-            table = data.n_entities * (_widths(cfg)["entity"] + 1) * 4
+            table = data.n_entities * (cfg.table_widths()["entity"] + 1) * 4
             # a partition is written back to a new file renamed over the old one (one at a time), and
             # each of the two checkpoints kept holds on to the rows it linked until they are replaced
             copies = 2 * table if cfg.checkpoint_dir else 2 * -(-table // num_parts)

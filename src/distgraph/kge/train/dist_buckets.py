@@ -50,7 +50,6 @@ from ...partition.layout import PartitionConfig
 from ..config import TrainConfig
 from ..evaluate.partitioned import rank_in_parts
 from ..evaluate.ranking import Queries
-from ..models import create_model
 from ..saved_model import nonfinite_rows
 from .buckets import bucket_order, choose_partitions, partition_bounds
 from .partitions import SLOTS, EntityPartitions
@@ -98,13 +97,11 @@ class StagePlan:
 def job_plan(cfg: TrainConfig, pcfg: PartitionConfig) -> StagePlan | None:
     """`stage_plan` of a job on the KG partition `pcfg`: what its trainers follow, and what the
     command checks the flags against before it launches them."""
-    model = create_model(cfg.model_name, cfg.hidden_dim, cfg.gamma, cfg.double_ent, cfg.double_rel)
-    relation_bytes = sum(w + 1 for w in model.relation_tables().values()) * int(pcfg.attachment("kge")[0][
-        "n_relations"]) * 4
     ranges = pcfg.node_map["_N"]
     triples = max(sum(hi - lo for lo, hi in (per_part[m] for per_part in pcfg.edge_map.values()))
                   for m in range(len(ranges)))
-    return stage_plan(cfg, ranges, triples, model.entity_dim, relation_bytes)
+    return stage_plan(cfg, ranges, triples, cfg.table_widths()["entity"],
+                      cfg.relation_bytes(int(pcfg.attachment("kge")[0]["n_relations"])))
 
 
 def stage_plan(cfg: TrainConfig, ranges: list[tuple[int, int]], triples_per_machine: int, entity_floats: int,

@@ -20,14 +20,13 @@ from ...optim.sparse import coalesce
 from ..models import KGEModel
 
 PREFIX = "kge~"
-
-
 BLOCK_BYTES = 16 << 20  # rows of a table read at once when checking and saving it: a bounded share of any table
 
 
 def block_rows(row_shape: tuple[int, ...]) -> int:
     """How many float32 rows of `row_shape` make about BLOCK_BYTES."""
     return max(1, BLOCK_BYTES // (4 * int(np.prod(row_shape, dtype=np.int64))))
+
 
 class KGETables:
     """`tables["entity"]` is indexed by (partition) entity id, the others by relation id; with
