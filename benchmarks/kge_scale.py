@@ -822,7 +822,7 @@ def merge_record(path: Path, bench: Bench, tiers: list[str], argv: list[str]) ->
                        "PyTorch-BigGraph",
               **{key: "; ".join(provenance(t, runs[t], key) for t in order)
                  for key in ("command", "date", "commit", "load_average", "peer")},
-              "machine": tier_runs(runs[tiers[-1] if tiers else order[-1]])[0][-1]["machine"],  # the latest run's
+              "machine": machine() if tiers else (old or {}).get("machine", machine()),  # the latest run's
               "graph": "generate kg (seed 0): typed entities in communities of 50, community and attribute "
                        "relations, heavy-tailed degrees, Zipf-skewed relation frequencies; TransE_l2, dim "
                        f"{bench.args.dim}, DGL-KE's FB15k recipe otherwise",
