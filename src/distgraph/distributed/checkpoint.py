@@ -222,8 +222,7 @@ def remove_checkpoint(path: str | Path, tensors: Sequence[DistTensor | DistEmbed
     _collective(ctx, remove)
     # the folder on each host (with what a trainer kept there of its machine's own), by the
     # machine's first trainer
-    if ctx.rank % max(1, ctx.num_trainers // ctx.num_machines) == 0 and path.is_dir() and \
-            not any(path.glob("trainer-*.pt")):
+    if ctx.local_rank == 0 and path.is_dir() and not any(path.glob("trainer-*.pt")):
         shutil.rmtree(path, ignore_errors=True)
 
 

@@ -20,8 +20,7 @@ GPU_BACKEND = "cpu:gloo,cuda:nccl"  # CUDA tensors over NCCL; CPU ones (sums, co
 
 def local_rank() -> int:
     """This trainer's index among the trainers of its machine (0 standalone)."""
-    ctx = get_context()
-    return ctx.rank % max(ctx.num_trainers // max(ctx.num_machines, 1), 1)
+    return get_context().local_rank
 
 
 def trainer_device(num_gpus: int) -> torch.device:

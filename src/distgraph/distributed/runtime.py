@@ -62,6 +62,11 @@ class Context:
     def standalone(self) -> bool:
         return self.role == "standalone"
 
+    @property
+    def local_rank(self) -> int:
+        """This trainer's index among the trainers of its machine (0 standalone)."""
+        return self.rank % max(self.num_trainers // max(self.num_machines, 1), 1)
+
     def use_partition(self, part_config: str | Path) -> RangePartitionBook:
         """The partition book; standalone mode loads the (1-part) partition on first use."""
         if self.book is not None:
