@@ -448,7 +448,7 @@ class Bench:
             flags = ["--num_entity_partitions", "1"] if kind == "inmem" else [*p_flags, "--bucket_dir",
                                                                                  str(folder / "buckets")]
             r = run([self.py, "-m", "distgraph.cli.main", *common, "--max_step", str(max_step), "--log_interval",
-                     str(max(1000, max_step // 10)), "--save_path", str(folder), *flags],
+                     str(max(1000, max_step // 100)), "--save_path", str(folder), *flags],
                     logs / f"{tag}.log", work, [folder], cap_gb=a.memory_cap_gb)
             shutil.rmtree(folder, ignore_errors=True)
             return r

@@ -52,12 +52,20 @@ def check_space(path: Path, need: int, what: str) -> None:
 def write_atomically(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
     """Write a file through a temporary one (flushed to disk) and a rename: readers see all of it
     or nothing, never a part. An `OSError` leaves no temporary file."""
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    try:
+    with replacing(path) as tmp:
         with open(tmp, mode) as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
+
+
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A temporary file's path beside `path`, renamed over `path` when the block ends; an
+    `OSError` in the block leaves no temporary file (the block writes and syncs it)."""
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    try:
+        yield tmp
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)

@@ -229,12 +229,13 @@ def test_machines_partitions_become_slot_rows_of_the_partitions_held():
     from distgraph.kge.train.dist_buckets import SlotMap, stage_plan
 
     plan = stage_plan(_cfg(Path("."), Path("."), num_entity_partitions=3), [(0, 10), (10, 17)], 100, 16, 0)
-    assert plan.bounds.tolist() == [0, 3, 6, 10, 12, 14, 17] and (plan.slots, plan.slot_rows) == (3, 4)
-    assert plan.table_rows == 24 and "each machine's share of the entity table (up to 10 entities)" in plan.why
+    assert plan.bounds.tolist() == [0, 3, 6, 10, 12, 14, 17] and (plan.slots, plan.slot_rows) == (3, 1024)
+    assert plan.table_rows == 6 * 1024 and "each machine's share of the entity table (up to 10 entities)" in plan.why
     slots = SlotMap(plan)
     slots.set({0: {0: 2, 2: 0}, 1: {0: 1, 2: 2}})
-    assert slots(torch.tensor([0, 2, 6, 9, 10, 16])).tolist() == [8, 10, 0, 3, 16, 22]
-    assert slots.window(1, 2) == [8, 3, 14]  # rows 8.. of machine 1's share hold entities 14..16
+    r = plan.slot_rows  # (whole pages of rows: 4 rounded up)
+    assert slots(torch.tensor([0, 2, 6, 9, 10, 16])).tolist() == [2 * r, 2 * r + 2, 0, 3, 4 * r, 5 * r + 2]
+    assert slots.window(1, 2) == [2 * r, 3, 14]  # rows 2r.. of machine 1's share hold entities 14..16
     with pytest.raises(InputError, match="outside the partitions the machines hold"):
         slots(torch.tensor([4]))  # machine 0's partition 1 is on its disk
     assert stage_plan(_cfg(Path("."), Path(".")), [(0, 10), (10, 17)], 100, 16, 0) is None  # in memory

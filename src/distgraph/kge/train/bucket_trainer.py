@@ -191,6 +191,7 @@ class BucketTrainer:
                 self._checkpoint(Position(at.epoch, at.index + 1, step), log.acc)
                 last_checkpoint = step
         tables.entities.close()
+        self.emit(("note", 0, tables.entities.traffic.line()))
         self.emit(("progress", 0, cfg.max_step))
         self.emit(("trained", 0, cfg.max_step - position.step, trained))
         self._refuse_nonfinite()

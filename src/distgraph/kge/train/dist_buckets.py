@@ -41,6 +41,7 @@ from torch import Tensor
 from ...arrays import group_keys
 from ...distributed.checkpoint import CheckpointDir
 from ...distributed.initializers import Uniform
+from ...direct_io import aligned_rows
 from ...distributed.runtime import all_gather
 from ...errors import InputError
 from ...files import check_space, link_or_copy
@@ -78,8 +79,8 @@ class StagePlan:
 
     @property
     def slot_rows(self) -> int:
-        """Rows of a slot: the largest partition's."""
-        return int(np.diff(self.bounds).max())
+        """Rows of a slot: the largest partition's, rounded up to whole pages (for direct I/O)."""
+        return aligned_rows(int(np.diff(self.bounds).max()))
 
     @property
     def table_rows(self) -> int:

@@ -8,13 +8,16 @@ partition first changes, and written when it is written back after that: no star
 writes the whole table, and ranking reads no file of a partition never trained. Memory holds
 `SLOTS` partitions: the current bucket's two and the next bucket's incoming one, which an I/O
 thread reads while the current bucket trains, after writing back the partition it replaces.
-A partition is written to a new file renamed over the old one, never in place, so a
-checkpoint's hard links keep the rows they were taken with.
+The I/O bypasses the page cache (`direct_io`: slots page-aligned, of whole pages), so the
+cores train while the disk moves the rows. A partition is written to a new file renamed over
+the old one, never in place, so a checkpoint's hard links keep the rows they were taken with.
 """
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +25,27 @@ import torch
 from torch import Tensor
 
 from ...errors import InputError
-from ...files import write_atomically
+from ...direct_io import aligned_empty, aligned_rows, read_into, write_atomically_from
 from ...kvstore import initializers, kernels
 
 SLOTS = 3
 INIT_ROWS = 1 << 16  # rows initialised at a time when a partition file is made
+
+
+@dataclass
+class DiskTraffic:
+    """What the partitions' files cost a run: bytes read and written, seconds the I/O thread
+    worked, and seconds training waited for it."""
+
+    read: int = 0
+    written: int = 0
+    io_seconds: float = 0.0
+    waited_seconds: float = 0.0
+
+    def line(self) -> str:
+        """The traffic in a line for the user."""
+        return (f"entity partitions on disk: {self.read / 1e9:,.2f} GB read, {self.written / 1e9:,.2f} GB written "
+                f"in {self.io_seconds:,.1f} s beside training, which waited {self.waited_seconds:,.1f} s for them")
 
 
 class EntityPartitions:
@@ -36,17 +55,18 @@ class EntityPartitions:
                  memory: tuple[Tensor, Tensor] | None = None):
         """`memory`: the slots' rows and accumulators when they live elsewhere (a machine's share
         of the runtime's table, which its trainers and server read and update), SLOTS equal
-        runs of rows (fewer with fewer partitions); by default they are allocated here."""
+        runs of rows (fewer with fewer partitions); by default they are allocated here, each
+        slot's rows a whole number of pages (`direct_io.aligned_rows`)."""
         self.folder, self.bounds, self.dim, self.lr = Path(folder), np.asarray(bounds, dtype=np.int64), dim, lr
         self.num_parts = len(self.bounds) - 1
         self._bounds_t = torch.from_numpy(self.bounds)
         count, largest = min(SLOTS, self.num_parts), int(np.diff(self.bounds).max())
-        self.slot_rows = rows = largest if memory is None else len(memory[0]) // count
+        self.slot_rows = rows = aligned_rows(largest) if memory is None else len(memory[0]) // count
         if rows < largest:
             raise ValueError(f"slots of {rows} rows cannot hold partitions of up to {largest}")
         # one tensor of every slot's rows, so a gather from several partitions is one index_select
         if memory is None:
-            self._emb, self._state = torch.empty(count, rows, dim), torch.empty(count, rows)
+            self._emb, self._state = aligned_empty(count, rows, dim), aligned_empty(count, rows)
         else:
             self._emb = memory[0][:count * rows].view(count, rows, dim)
             self._state = memory[1][:count * rows].view(count, rows)
@@ -56,6 +76,7 @@ class EntityPartitions:
         self.dirty: set[int] = set()
         self._pending: dict[int, tuple[int, Future]] = {}  # partition -> (slot, its read in the I/O thread)
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distgraph-kge-io")
+        self.traffic = DiskTraffic()
         self.folder.mkdir(parents=True, exist_ok=True)
         self.init_spec = init_spec
         self.fresh = {p for p in range(self.num_parts)  # never written: the initialiser's rows
@@ -77,33 +98,35 @@ class EntityPartitions:
         if state is not None:
             state.zero_()
 
-    @staticmethod
-    def _write(path: Path, write) -> None:
-        """A partition file written whole to a new file renamed over the old one (never in place)."""
-        try:
-            write_atomically(path, write)
-        except OSError as exc:
-            raise InputError(f"cannot write entity partition {path} ({exc.strerror or exc}); free disk space in "
-                             f"{path.parent}") from None
+    def _files(self, p: int, slot: int) -> list[tuple[Path, np.ndarray, int]]:
+        """Partition p's two files with the bytes of `slot` they fill (the whole slot, as room for
+        direct I/O) and their sizes."""
+        width = {"entity": self.dim, "entity_state": 1}
+        return [(self._path(kind, p), rows.numpy().reshape(-1).view(np.uint8), self.rows_of(p) * width[kind] * 4)
+                for kind, rows in zip(width, self.slots[slot])]
 
     def _read_into(self, p: int, slot: int, fresh: bool) -> None:
-        emb, state = self.slots[slot]
-        n = self.rows_of(p)
         if fresh:
+            emb, state = self.slots[slot]
+            n = self.rows_of(p)
             self._initial(p, emb[:n], state[:n])
             return
-        for path, out in ((self._path("entity", p), emb[:n]), (self._path("entity_state", p), state[:n])):
-            with open(path, "rb") as f:
-                got = f.readinto(memoryview(out.numpy()).cast("B"))
-            if got != out.numel() * 4:
-                raise InputError(f"entity partition file {path} holds {got:,} bytes, not {out.numel() * 4:,}: it "
-                                 f"is truncated; train from a checkpoint or from the start")
+        for path, room, size in self._files(p, slot):
+            got = read_into(path, room, size)
+            self.traffic.read += size
+            if got != size:
+                raise InputError(f"entity partition file {path} holds {got:,} bytes, not {size:,}: it is truncated; "
+                                 f"train from a checkpoint or from the start")
 
     def _write_back(self, p: int, slot: int) -> None:
-        emb, state = self.slots[slot]
-        n = self.rows_of(p)
-        for kind, rows in (("entity", emb[:n]), ("entity_state", state[:n])):
-            self._write(self._path(kind, p), lambda f, rows=rows: f.write(memoryview(rows.numpy()).cast("B")))
+        """Partition p's files written whole to new files renamed over the old ones (never in place)."""
+        for path, room, size in self._files(p, slot):
+            try:
+                write_atomically_from(path, room, size)
+                self.traffic.written += size
+            except OSError as exc:
+                raise InputError(f"cannot write entity partition {path} ({exc.strerror or exc}); free disk space "
+                                 f"in {path.parent}") from None
 
     # --------------------------------------------------------------- residence
     def _free_slot(self, keep: set[int]) -> tuple[int, int | None]:
@@ -136,9 +159,11 @@ class EntityPartitions:
         fresh = p in self.fresh
 
         def load() -> None:
+            began = time.perf_counter()
             if old is not None:
                 self._write_back(old, slot)
             self._read_into(p, slot, fresh)
+            self.traffic.io_seconds += time.perf_counter() - began
 
         self._pending[p] = (slot, self._io.submit(load))
 
@@ -164,7 +189,9 @@ class EntityPartitions:
         for p in sorted(parts):
             if p in self._pending:
                 slot, done = self._pending.pop(p)
+                began = time.perf_counter()
                 done.result()
+                self.traffic.waited_seconds += time.perf_counter() - began
                 self._hold(p, slot)  # (made in memory if fresh: its files are written once it changes)
         for p in sorted(set(then) - set(parts)):
             if p not in self.held and p not in self._pending and len(self.slots) > len(parts):
