@@ -1,4 +1,5 @@
-"""Memory caps for tests: a cgroup (v1 memory controller) of its own, removed after."""
+"""Memory for tests: caps (a cgroup, v1 memory controller, of its own, removed after), and how
+this process maps an address."""
 
 from __future__ import annotations
 
@@ -63,3 +64,16 @@ def run_capped(argv: list[str], limit_bytes: int, **kwargs) -> tuple[subprocess.
     with MemoryCap(limit_bytes) as cap:
         done = subprocess.run(argv, preexec_fn=lambda: cap.add(os.getpid()), **kwargs)
         return done, cap.peak()
+
+
+def mapping_flags(address: int) -> list[str] | None:
+    """The VmFlags of this process's mapping holding `address` (/proc/self/smaps), or None."""
+    inside = False
+    for line in open("/proc/self/smaps"):
+        head = line.split()
+        if "-" in head[0] and ":" not in head[0]:
+            lo, hi = (int(x, 16) for x in head[0].split("-"))
+            inside = lo <= address < hi
+        elif inside and head[0] == "VmFlags:":
+            return head[1:]
+    return None

@@ -498,7 +498,8 @@ def test_find_owned_edges_reads_each_owned_edge_off_the_csc(tmp_path, sbm, mag, 
 def test_memory_mapped_partition_arrays_are_advised_2mb_pages(tmp_path):
     """`huge_pages` marks a mapped array's range for 2 MB pages (the mapping's VmFlags show `hg`);
     arrays under 2 MB are left alone."""
-    from distgraph.partition.layout import huge_pages
+    from distgraph.malloc import huge_pages
+    from memcap import mapping_flags
 
     np.save(tmp_path / "big.npy", np.arange(1 << 20, dtype=np.int64))  # 8 MB
     np.save(tmp_path / "small.npy", np.arange(16, dtype=np.int64))
@@ -506,15 +507,6 @@ def test_memory_mapped_partition_arrays_are_advised_2mb_pages(tmp_path):
     assert not huge_pages(np.load(tmp_path / "small.npy", mmap_mode="c"))
     if not huge_pages(big):
         pytest.skip("this kernel has no transparent huge pages")
-    start = big.ctypes.data
-    flags = None
-    for line in open("/proc/self/smaps"):
-        head = line.split()
-        if "-" in head[0] and ":" not in head[0]:
-            lo, hi = (int(x, 16) for x in head[0].split("-"))
-            inside = lo <= start < hi
-        elif inside and head[0] == "VmFlags:":
-            flags = head[1:]
-            break
+    flags = mapping_flags(big.ctypes.data)
     assert flags is not None and "hg" in flags
     assert int(big[12345]) == 12345  # still reads the file

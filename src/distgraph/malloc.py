@@ -1,8 +1,10 @@
-"""Keep freed heap memory in the process instead of handing it back to the kernel."""
+"""How the process holds memory: freed heap memory kept instead of handed back to the kernel,
+and 2 MB pages asked for where gigabytes are read at random."""
 
 from __future__ import annotations
 
 import ctypes
+import mmap
 
 
 def keep_freed_memory() -> None:
@@ -29,3 +31,24 @@ def release_freed_memory() -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):
         pass
+
+
+def huge_pages(a) -> bool:
+    """Ask for 2 MB pages for the pages of array `a` (numpy) not yet touched (madvise
+    MADV_HUGEPAGE; the machine's transparent huge pages set to `madvise`, as on this project's
+    machines, give them only where asked). Random reads into gigabytes otherwise take a TLB miss
+    and a page walk apiece:
+    - a memory-mapped file's pages read from disk enter the page cache as 2 MB folios (on the
+      1B-edge tier, warm sampling 273,000 seeds/s read cold without it, 358,000-380,000 with it);
+    - private memory (the bucket trainer's entity slots) faults in as 2 MB pages: a gather and an
+      update of 3,000 random rows of a 3 GB table took 6.4 ms in 4 kB pages, 2.4 ms in 2 MB ones.
+    Shared memory follows the machine's `shmem_enabled` instead. Whether the kernel took the advice."""
+    if a.nbytes < 1 << 21 or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return False
+    start = a.ctypes.data & ~(mmap.PAGESIZE - 1)  # madvise takes a page-aligned range
+    try:
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return False
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return madvise(start, a.ctypes.data + a.nbytes - start, mmap.MADV_HUGEPAGE) == 0

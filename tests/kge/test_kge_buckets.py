@@ -207,6 +207,37 @@ def test_reading_every_partition_after_training_takes_no_memory_beyond_the_slots
     parts.close()
 
 
+def test_partition_slots_are_whole_pages_in_2mb_pages_and_their_files_move_past_the_page_cache(tmp_path, monkeypatch):
+    """The slots start on a page, hold whole pages of rows, are advised 2 MB pages (the step reads
+    and updates random rows), and a partition's files are written and read with O_DIRECT: the
+    rows come back as they were, in files of their exact size."""
+    import os
+
+    from distgraph import direct_io
+    from distgraph.distributed.initializers import Uniform
+    from distgraph.kge.train.partitions import EntityPartitions
+    from memcap import mapping_flags
+
+    bounds, dim = np.array([0, 3000, 6001]), 100  # 3.4 MB of slots: past the 2 MB pages' threshold
+    parts = EntityPartitions(tmp_path, bounds, dim, Uniform(-1.0, 1.0, 5).spec(), lr=0.5)
+    assert parts.slot_rows == 3072 and parts._emb.data_ptr() % direct_io.ALIGN == 0
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if thp.is_file() and "[never]" not in thp.read_text():
+        assert "hg" in mapping_flags(parts._emb.data_ptr())  # (the accumulators, 24 kB here, are too few)
+    flags, real = [], os.open
+    monkeypatch.setattr(direct_io.os, "open", lambda path, f, *a: flags.append(f) or real(path, f, *a))
+    parts.use({0, 1})
+    parts.update(torch.tensor([5, 4000]), torch.ones(2, dim))
+    trained = parts.gather(torch.tensor([5, 4000, 6000]))
+    parts.close()
+    assert os.path.getsize(tmp_path / "entity.1") == 3001 * dim * 4
+    again = EntityPartitions(tmp_path, bounds, dim, Uniform(-1.0, 1.0, 5).spec(), lr=0.5)
+    again.use({0, 1})
+    assert torch.equal(again.gather(torch.tensor([5, 4000, 6000])), trained)
+    again.close()
+    assert len(flags) == 8 and all(f & direct_io._DIRECT for f in flags) if direct_io._DIRECT else flags
+
+
 def test_buckets_are_built_from_the_triples_file_without_mapping_it(tmp_path):
     """`kge train` builds the buckets from the loader's memory-mapped triples read as a file (a
     mapping read whole stays resident through training): the same buckets as from the array."""

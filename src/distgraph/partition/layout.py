@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PartitionError
+from ..malloc import huge_pages
 
 if TYPE_CHECKING:
     import numpy as np
@@ -285,26 +286,6 @@ class PartitionConfig:
         if mmap:
             huge_pages(a)
         return a
-
-
-def huge_pages(a) -> bool:
-    """Ask for 2 MB pages where a memory-mapped array's pages are read from disk (madvise
-    MADV_HUGEPAGE): the page cache then holds them as 2 MB folios, mapped by one TLB entry each.
-    Random reads into gigabytes of `indices` otherwise take a TLB miss and a page walk apiece:
-    on the 1B-edge tier, warm sampling 273,000 seeds/s read cold without it, 358,000-380,000
-    with it. No effect on pages already cached as 4 kB ones. Whether the kernel took the advice."""
-    import ctypes
-    import mmap
-
-    if a.nbytes < 1 << 21 or not hasattr(mmap, "MADV_HUGEPAGE"):
-        return False
-    start = a.ctypes.data & ~(mmap.PAGESIZE - 1)  # madvise takes a page-aligned range
-    try:
-        madvise = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
-        return False
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    return madvise(start, a.ctypes.data + a.nbytes - start, mmap.MADV_HUGEPAGE) == 0
 
 
 def _specs(raw: dict, path: Path) -> dict[str, dict[str, DataSpec]]:

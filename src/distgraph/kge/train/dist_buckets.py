@@ -289,7 +289,7 @@ class StageTrainer:
         stopped = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the launcher's stop: clean up first
         try:
             resumed = self._resume()
-            if self.rank % t.per_machine == 0:
+            if t.ctx.local_rank == 0:
                 base = Path(cfg.bucket_dir or cfg.save_path)
                 base.mkdir(parents=True, exist_ok=True)
                 work = Path(tempfile.mkdtemp(prefix=".kge-partitions-", dir=base))
@@ -431,7 +431,7 @@ class StageTrainer:
             raise InputError(f"checkpoint {ck.path(least)} was taken with other settings or other entity "
                              f"partitions; resume with the same ones, or start a new --checkpoint_dir")
         mine = ck.path(least) / f"entities-{self.machine}"
-        if self.rank % self.t.per_machine == 0 and not mine.is_dir():
+        if self.t.ctx.local_rank == 0 and not mine.is_dir():
             raise InputError(f"{mine} is missing: machine {self.machine}'s entity partitions of the checkpoint are "
                              f"not on this host; resume on the machines that took it")
         self.samplers = {tuple(int(x) for x in k.split(",")): s for k, s in state["samplers"].items()}

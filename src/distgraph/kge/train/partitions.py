@@ -9,8 +9,10 @@ writes the whole table, and ranking reads no file of a partition never trained. 
 `SLOTS` partitions: the current bucket's two and the next bucket's incoming one, which an I/O
 thread reads while the current bucket trains, after writing back the partition it replaces.
 The I/O bypasses the page cache (`direct_io`: slots page-aligned, of whole pages), so the
-cores train while the disk moves the rows. A partition is written to a new file renamed over
-the old one, never in place, so a checkpoint's hard links keep the rows they were taken with.
+cores train while the disk moves the rows; the slots are in 2 MB pages (`malloc.huge_pages`),
+as the step's gathers and updates go to random rows of gigabytes. A partition is written to a
+new file renamed over the old one, never in place, so a checkpoint's hard links keep the rows
+they were taken with.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from torch import Tensor
 from ...errors import InputError
 from ...direct_io import aligned_empty, aligned_rows, read_into, write_atomically_from
 from ...kvstore import initializers, kernels
+from ...malloc import huge_pages
 
 SLOTS = 3
 INIT_ROWS = 1 << 16  # rows initialised at a time when a partition file is made
@@ -67,6 +70,8 @@ class EntityPartitions:
         # one tensor of every slot's rows, so a gather from several partitions is one index_select
         if memory is None:
             self._emb, self._state = aligned_empty(count, rows, dim), aligned_empty(count, rows)
+            for t in (self._emb, self._state):  # the step reads and updates random rows: 2 MB pages
+                huge_pages(t.numpy())
         else:
             self._emb = memory[0][:count * rows].view(count, rows, dim)
             self._state = memory[1][:count * rows].view(count, rows)

@@ -90,7 +90,7 @@ class Trainer:
         self.lo, self.hi = ctx.book.node_range(ctx.machine_id, "_N")
         self.per_machine = ctx.num_trainers // ctx.num_machines
         check_gpus(cfg.gpu)
-        self.device = device_of(cfg.gpu, ctx.rank % self.per_machine)
+        self.device = device_of(cfg.gpu, ctx.local_rank)
         use_device(self.device)
         self._ranker: ShardRanker | None = None
 
@@ -114,7 +114,7 @@ class Trainer:
         data = next(iter(part.edge_data.values()))
         triples = torch.stack([h, data["rel"].to(torch.int64)[rows], t], 1)
         importance = data["importance"][rows].to(torch.float32) if "importance" in data else None
-        local = self.ctx.rank % self.per_machine
+        local = self.ctx.local_rank
         if self.cfg.rel_part:  # each trainer takes whole relations, balanced by triples (DGL-KE's --rel_part)
             counts = torch.bincount(triples[:, 1], minlength=self.n_relations)
             order = torch.argsort(counts, descending=True, stable=True)
@@ -285,7 +285,7 @@ class Trainer:
         counts the non-finite rows of its share of its machine's rows (of the entity table: or
         `entities`, counted elsewhere), the counts are summed, and trainer 0 refuses a table with
         any (one error), the others stop quietly."""
-        mine = self.ctx.rank % self.per_machine
+        mine = self.ctx.local_rank
         counts = {name: nonfinite_rows(t.local_partition.tensor_split(self.per_machine)[mine].numpy())
                   for name, t in self.tables.tables.items() if name != "entity" or entities is None}
         if entities is not None:  # (it checks a block of rows at a time)
