@@ -350,10 +350,13 @@ class Bench:
         return root / ("Freebase" if tier.fmt == "freebase" else tier.name)
 
     def disk_needed(self, tier: Tier, systems: list[str], threads: int) -> int:
-        """A generous estimate of the tier's peak bytes on disk: text, cache, the largest run's files."""
+        """A generous estimate of the tier's peak bytes on disk: text, cache (none when reused: links),
+        the largest run's files."""
         dim = self.args.dim
         text = tier.triples * (2 * len(str(tier.entities)) + len(str(tier.relations)) + 3) + tier.entities * 20
         cache = tier.triples * 3 * 4  # int32 ids (the loader widens them only past 2^31 entities)
+        if tier.name in self.args.data:
+            text = cache = 0
         table = tier.entities * (dim + 1) * 4
         ours = tier.triples * 4 * 3 + table * 1.3 if "p" in systems else 0  # a partition or two written back
         ours = max(ours, tier.triples * 12 * 4 if tier.name in self.args.kge_partition_tiers else 0)  # kge partition
