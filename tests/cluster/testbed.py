@@ -1,6 +1,7 @@
 """Test hosts on this machine: network namespaces on a bridge, each with its own address, its
 own sshd (keys made for the test bed) and a private view of the workspace folder and of
-/dev/shm (a mount namespace), so nothing works on a host unless it was really copied there.
+/dev/shm (a mount namespace), so nothing works on a host unless it was really copied there,
+and a temporary folder of its own (its sessions' TMPDIR).
 
 Needs root, `ip netns` and sshd (`apt-get install openssh-server`, which `make test-cluster`
 runs when sshd is missing). Everything is removed again on exit, even after a failure.
@@ -62,6 +63,12 @@ class Host:
         return self.root / "workspace"
 
     @property
+    def tmp(self) -> Path:
+        """This host's temporary folder (TMPDIR of every session), not this machine's /tmp: what a
+        job leaves there (a failed job's tracebacks) goes with the test bed."""
+        return self.root / "tmp"
+
+    @property
     def shm(self) -> Path:
         """This host's /dev/shm, seen through its sshd's mount namespace."""
         return Path(f"/proc/{self.sshd.pid}/root/dev/shm")
@@ -107,12 +114,14 @@ class TestBed(Started):
         _run("ip", "link", "set", self.bridge, "up")
         for i, h in enumerate(self.hosts):
             (h.workspace).mkdir(parents=True)
+            h.tmp.mkdir(mode=0o1777)
             _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(h.root / "host_key"))
             (h.root / "sshd_config").write_text(
                 f"Port 22\nListenAddress {h.ip}\nHostKey {h.root / 'host_key'}\n"
                 f"AuthorizedKeysFile {self.key}.pub\nPermitRootLogin prohibit-password\n"
                 f"PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-                f"PidFile {h.root / 'sshd.pid'}\nLogLevel ERROR\nMaxStartups 100\nMaxSessions 100\n")
+                f"PidFile {h.root / 'sshd.pid'}\nLogLevel ERROR\nMaxStartups 100\nMaxSessions 100\n"
+                f"SetEnv TMPDIR={h.tmp}\n")
             _run("ip", "netns", "add", h.name)
             veth = f"{self.tag}v{i}"
             _run("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.name)
