@@ -43,7 +43,7 @@ FLOORS = [  # top to bottom; docs/architecture.md's package map says what each r
     {"data", "constructors"},
     {"tensor_graph"},
     {"transforms", "nn"},
-    {"array_graph", "block", "rpc"},
+    {"array_graph", "block", "direct_io", "rpc"},
     {"arrays", "cluster", "files", "graphbolt", "ids", "progress"},
     {"errors", "function", "lazy", "local_scope", "malloc", "native", "version"},
 ]
