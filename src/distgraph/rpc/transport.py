@@ -247,8 +247,10 @@ class _Conn:
         """Send one header-only message and wait (until `deadline`) for the server's reply header."""
         try:
             self.socket.send_multipart(wire.pack(header), copy=True)
-        except zmq.Again:
-            raise PeerError(f"cannot send to {self.peer}; it is not accepting connections") from None
+        except zmq.Again:  # no connection to send on: refused (its handshake failed), or none made
+            self.drain_monitor()
+            raise (self.refusal() if self.refused else
+                   PeerError(f"cannot send to {self.peer}; it is not accepting connections")) from None
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -261,9 +263,12 @@ class _Conn:
                     raise PeerError(f"{self.peer} sent a malformed reply: {exc}") from None
             self.drain_monitor()
             if self.refused:
-                raise PeerError(f"{self.peer} refused this process's connection: it did not accept its proof of "
-                                f"the job secret (a server of another job, or this process lacks the job's "
-                                f"DISTGRAPH_SECRET)")
+                raise self.refusal()
+
+    def refusal(self) -> PeerError:
+        """The error of a connection the server refused (its handshake failed on the job secret)."""
+        return PeerError(f"{self.peer} refused this process's connection: it did not accept its proof of the job "
+                         f"secret (a server of another job, or this process lacks the job's DISTGRAPH_SECRET)")
 
     def drain_monitor(self) -> None:
         while self.monitor.poll(0):
@@ -369,8 +374,7 @@ class Connections:
         conn.drain_monitor()
         waited_on = any(self._conns[requests[ix[0]].peer] is conn for ix in pending.values())
         if conn.refused and waited_on:
-            raise PeerError(f"{conn.peer} refused this process's connection: it did not accept its proof of the job "
-                            f"secret (a server of another job, or this process lacks the job's DISTGRAPH_SECRET)")
+            raise conn.refusal()
         if conn.lost and waited_on:
             raise PeerError(f"lost the connection to {conn.peer} while waiting for its reply; "
                             f"the server process died or the network failed: check its output")
