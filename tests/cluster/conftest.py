@@ -5,6 +5,7 @@ the test bed cannot be built."""
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,11 @@ def bed(tmp_path_factory):
     why = available()
     if why is not None:
         pytest.skip(why)
+    before = set(Path(tempfile.gettempdir()).glob("distgraph-*.log"))
     with TestBed(HOSTS, tmp_path_factory.mktemp("testbed")) as tb:
         yield tb
+    # a failed job's tracebacks went to its hosts' own temporary folders, which left with the bed
+    assert set(Path(tempfile.gettempdir()).glob("distgraph-*.log")) <= before
 
 
 @pytest.fixture(scope="session")
