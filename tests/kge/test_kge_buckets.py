@@ -130,6 +130,18 @@ def test_a_resumed_bucket_run_equals_an_uninterrupted_one(tmp_path):
         assert np.array_equal(first.tables[name], resumed.tables[name])
 
 
+def test_a_new_run_in_the_same_bucket_dir_starts_from_the_initial_rows(tmp_path):
+    """--bucket_dir keeps the buckets for the next run, and the entity partitions the run trained:
+    a new run there (no --resume) trains from the initialiser's rows, as the first one did."""
+    data_dir = planted(tmp_path / "data")
+    cfg = _cfg(data_dir, tmp_path, num_entity_partitions=3, test=False, max_step=200,
+               bucket_dir=str(tmp_path / "buckets"))
+    first = load_model(train_kge(cfg, out=io.StringIO()).save_dir).tables["entity"].copy()
+    assert list((tmp_path / "buckets" / "entities").glob("entity.*"))  # what the first run left
+    again = load_model(train_kge(cfg, out=io.StringIO()).save_dir).tables["entity"]
+    assert np.array_equal(first, again)
+
+
 def test_the_memory_budget_chooses_p_or_is_refused():
     fits = choose_partitions(1, 1.0, 1000, 10_000, 100, 4000)
     assert fits.num_parts == 1 and "in memory" in fits.why

@@ -158,6 +158,8 @@ class BucketTrainer:
         torch.set_num_threads(cfg.num_thread)
         keep_freed_memory()
         position = self._resume()
+        if self.tables is None:  # a new run: partitions an earlier run left in this folder are not its start
+            shutil.rmtree(self.work / "entities", ignore_errors=True)
         self.tables = tables = self.tables or BucketTables(self.model, self.layout, self.n_relations,
                                                           self.work / "entities", cfg.seed, cfg.lr)
         log = StepLog(cfg, 0, self.emit)
