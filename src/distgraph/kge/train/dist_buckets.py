@@ -39,9 +39,9 @@ import torch
 from torch import Tensor
 
 from ...arrays import group_keys
+from ...direct_io import aligned_rows
 from ...distributed.checkpoint import CheckpointDir
 from ...distributed.initializers import Uniform
-from ...direct_io import aligned_rows
 from ...distributed.runtime import all_gather
 from ...errors import InputError
 from ...files import check_space, link_or_copy

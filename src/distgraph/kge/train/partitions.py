@@ -38,7 +38,7 @@ INIT_ROWS = 1 << 16  # rows initialised at a time when a partition file is made
 @dataclass
 class DiskTraffic:
     """What the partitions' files cost a run: bytes read and written, seconds the I/O thread
-    worked, and seconds training waited for it."""
+    worked (making never-trained partitions too), and seconds training waited for it."""
 
     read: int = 0
     written: int = 0
@@ -48,7 +48,8 @@ class DiskTraffic:
     def line(self) -> str:
         """The traffic in a line for the user."""
         return (f"entity partitions on disk: {self.read / 1e9:,.2f} GB read, {self.written / 1e9:,.2f} GB written "
-                f"in {self.io_seconds:,.1f} s beside training, which waited {self.waited_seconds:,.1f} s for them")
+                f"by an I/O thread busy {self.io_seconds:,.1f} s beside training (making new partitions too), which "
+                f"waited {self.waited_seconds:,.1f} s for it")
 
 
 class EntityPartitions:
@@ -118,10 +119,10 @@ class EntityPartitions:
             return
         for path, room, size in self._files(p, slot):
             got = read_into(path, room, size)
-            self.traffic.read += size
             if got != size:
                 raise InputError(f"entity partition file {path} holds {got:,} bytes, not {size:,}: it is truncated; "
                                  f"train from a checkpoint or from the start")
+            self.traffic.read += size
 
     def _write_back(self, p: int, slot: int) -> None:
         """Partition p's files written whole to new files renamed over the old ones (never in place)."""
