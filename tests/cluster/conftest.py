@@ -25,9 +25,12 @@ def bed(tmp_path_factory):
     if why is not None:
         pytest.skip(why)
     before = set(Path(tempfile.gettempdir()).glob("distgraph-*.log"))
-    with TestBed(HOSTS, tmp_path_factory.mktemp("testbed")) as tb:
+    with TestBed(HOSTS, tmp_path_factory.mktemp("testbed")) as tb, pytest.MonkeyPatch.context() as env:
+        # commands the tests start on this machine (a launcher among them) keep their temporary
+        # files, a failed job's traceback log included, in a folder of the test run
+        env.setenv("TMPDIR", str(tmp_path_factory.mktemp("tmp-here")))
         yield tb
-    # a failed job's tracebacks went to its hosts' own temporary folders, which left with the bed
+    # a failed job's tracebacks went to temporary folders of the test run, which pytest removes
     assert set(Path(tempfile.gettempdir()).glob("distgraph-*.log")) <= before
 
 
