@@ -58,10 +58,10 @@ def _ping(endpoint: str, setup, served: bool = True, answer=None) -> tuple[dict 
             assert answer_challenge(sock, *answer)["ok"]
         try:  # (not blocking: a server that refused the handshake first leaves no pipe to queue on)
             sock.send_multipart(wire.pack({"op": "ping", "rid": 1}), copy=True, flags=zmq.NOBLOCK)
-            sent = True
         except zmq.Again:
-            sent = False
-        reply = wire.unpack(sock.recv_multipart())[0] if sent and sock.poll(60_000 if served else 3000) else None
+            reply = None
+        else:
+            reply = wire.unpack(sock.recv_multipart())[0] if sock.poll(60_000 if served else 3000) else None
         events = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
